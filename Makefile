@@ -1,0 +1,37 @@
+# The index of habits: each target does one obvious thing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PEERS  := tests/peers
+EXTRAS := test,bench,gateway,lint
+
+.PHONY: install peers test demo bench lint docs clean
+
+install: $(VENV)/.installed                       ## a venv in .venv with raider_sync editable
+
+$(VENV)/.installed: setup.cfg setup.py constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[$(EXTRAS)]'
+	touch $@
+
+peers: $(PEERS)/node_modules/.installed           ## the npm test peers, pinned by the lock file
+
+$(PEERS)/node_modules/.installed: $(PEERS)/package.json $(PEERS)/package-lock.json
+	npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: install peers                               ## the whole suite, in parallel
+	$(PY) -m pytest -n auto
+
+demo: install                                     ## the main job on the embedded default
+	$(VENV)/bin/raider-sync demo
+
+bench: install peers                              ## raider_sync against the official SDK
+	$(PY) -m bench
+
+lint: install
+	$(VENV)/bin/ruff check raider_sync tests bench
+
+clean:
+	rm -rf $(VENV) $(PEERS)/node_modules build *.egg-info

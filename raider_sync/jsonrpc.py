@@ -1,0 +1,340 @@
+"""The JSON-RPC session: ids, pending futures, deadlines and dispatch, for every transport.
+
+A :class:`Session` sits between an MCP-speaking object (``McpServer``, a served ``ToolServer``)
+and a transport that only moves messages. It owns:
+
+- the pending map: request id -> ``concurrent.futures.Future``. The transport's reader thread
+  resolves a future when the response arrives; when the transport closes, every pending future
+  fails at once with the transport's error (a :class:`ConnectionClosed` carrying the stderr tail).
+- one watchdog thread that fails a request whose deadline passes, after sending
+  ``notifications/cancelled`` for it, so even a future nobody waits on cannot hang.
+- dispatch of what the peer sends on its own: notifications run in order on one thread,
+  requests on a small pool; neither ever runs on the reader thread.
+
+Threads are named ``raider-<name>-...`` and joined by :meth:`Session.close`.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+from .errors import ConnectionClosed, McpError, RaiderError, RequestTimeout
+
+log = logging.getLogger("raider_sync.jsonrpc")
+
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+
+RequestHandler = Callable[[str, dict], Any]
+NotificationHandler = Callable[[str, dict], None]
+ProgressCallback = Callable[[float, Optional[float], Optional[str]], None]
+
+
+class MethodNotFound(RaiderError):
+    """Raised by a request handler for a method it does not serve (answered with -32601)."""
+
+
+class _Pending:
+    __slots__ = ("future", "method", "deadline", "timeout", "timeout_message", "timeout_error",
+                 "cancellable", "on_progress")
+
+    def __init__(self, future, method, deadline, timeout, timeout_message, timeout_error,
+                 cancellable, on_progress):
+        self.future = future
+        self.method = method
+        self.deadline = deadline
+        self.timeout = timeout
+        self.timeout_message = timeout_message
+        self.timeout_error = timeout_error
+        self.cancellable = cancellable
+        self.on_progress = on_progress
+
+
+class Session:
+    """One JSON-RPC conversation over one transport.
+
+    ``handle_request(method, params)`` answers the peer's requests (return the result, raise
+    :class:`McpError` or :class:`MethodNotFound`); ``handle_notification(method, params)`` takes
+    its notifications; ``on_close(error)`` is told once when the transport ends.
+    """
+
+    def __init__(self, transport, *, name: str,
+                 handle_request: RequestHandler | None = None,
+                 handle_notification: NotificationHandler | None = None,
+                 on_close: Callable[[BaseException], None] | None = None,
+                 request_workers: int = 4):
+        self.transport = transport
+        self.name = name
+        self._handle_request = handle_request
+        self._handle_notification = handle_notification
+        self._on_close = on_close
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+        self._closed_error: BaseException | None = None
+        self._local = threading.local()
+        self._notifier = ThreadPoolExecutor(1, f"raider-{name}-notify", self._mark_worker)
+        self._workers = ThreadPoolExecutor(request_workers, f"raider-{name}-handler",
+                                           self._mark_worker)
+        self._deadlines: list[tuple[float, int]] = []
+        self._wake = threading.Condition(self._lock)
+        self._watchdog: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def open(self, timeout: float | None = None) -> None:
+        """Start the transport (blocks until it is up or ``timeout`` s pass) and the watchdog."""
+        self._watchdog = threading.Thread(target=self._watch, name=f"raider-{self.name}-deadlines",
+                                          daemon=True)
+        self._watchdog.start()
+        self.transport.start(self.receive, self._transport_closed, timeout=timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_error is not None
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Fail every pending request with ``error`` and join the session's threads.
+
+        The transport is not closed here: its owner closes it (it knows the grace periods).
+        Safe to call twice and from a handler thread.
+        """
+        self._fail_all(error or ConnectionClosed(f"connection to {self.name} closed"))
+        with self._wake:
+            self._wake.notify_all()
+        in_worker = getattr(self._local, "session", None) is self
+        for pool in (self._notifier, self._workers):
+            pool.shutdown(wait=not in_worker, cancel_futures=True)
+        if self._watchdog and self._watchdog is not threading.current_thread():
+            self._watchdog.join(5)
+
+    # -- outgoing ------------------------------------------------------------------------
+
+    def request_f(self, method: str, params: dict | None = None, *, timeout: float,
+                  on_progress: ProgressCallback | None = None,
+                  timeout_message: str | None = None,
+                  timeout_error: type[RequestTimeout] = RequestTimeout,
+                  cancellable: bool = True) -> Future:
+        """Send a request; return a Future of its result. Never blocks on the answer.
+
+        The future fails with ``timeout_error`` once ``timeout`` seconds pass (after a
+        ``notifications/cancelled``, unless ``cancellable`` is false), with :class:`McpError`
+        for an error answer, and with the transport's error when the connection ends.
+        Cancelling the future sends ``notifications/cancelled`` too.
+        """
+        future: Future = Future()
+        request_id = next(self._ids)
+        future.request_id = request_id  # type: ignore[attr-defined]
+        params = dict(params or {})
+        if on_progress is not None:
+            params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
+        deadline = time.monotonic() + timeout
+        entry = _Pending(future, method, deadline, timeout, timeout_message, timeout_error,
+                         cancellable, on_progress)
+        with self._lock:
+            if self._closed_error is not None:
+                future.set_exception(self._closed_error)
+                return future
+            self._pending[request_id] = entry
+            earliest = not self._deadlines or deadline < self._deadlines[0][0]
+            heapq.heappush(self._deadlines, (deadline, request_id))
+            if earliest:
+                self._wake.notify()
+        future.add_done_callback(self._future_done)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params:
+            message["params"] = params
+        try:
+            self.transport.send(message, deadline=deadline)
+        except BaseException as exc:  # noqa: BLE001 - the future carries it
+            self._settle(request_id, error=exc if isinstance(exc, RaiderError)
+                         else ConnectionClosed(f"could not send to {self.name}: {exc}"))
+        return future
+
+    def request(self, method: str, params: dict | None = None, *, timeout: float, **kw) -> Any:
+        """Blocking :meth:`request_f`: the result, or the exception the future holds."""
+        return self.request_f(method, params, timeout=timeout, **kw).result()
+
+    def notify(self, method: str, params: dict | None = None) -> None:
+        """Send a notification. Errors of a closed transport are logged, not raised."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            self.transport.send(message)
+        except Exception as exc:  # noqa: BLE001 - a notification has nobody to tell
+            log.debug("%s: notification %s not sent: %s", self.name, method, exc)
+
+    # -- incoming ------------------------------------------------------------------------
+
+    def receive(self, message: Any) -> None:
+        """Take one message from the transport (called on the transport's reader thread)."""
+        if isinstance(message, list):
+            for item in message:
+                self.receive(item)
+            return
+        if not isinstance(message, dict):
+            log.warning("%s: ignored a message that is not an object", self.name)
+            return
+        method = message.get("method")
+        if method is None:
+            self._receive_response(message)
+        elif "id" in message:
+            self._submit(self._workers, self._answer, message)
+        elif method == "notifications/progress":
+            self._submit(self._notifier, self._progress, message.get("params") or {})
+        elif self._handle_notification is not None:
+            self._submit(self._notifier, self._handle_notification, method,
+                         message.get("params") or {})
+
+    def _receive_response(self, message: dict) -> None:
+        request_id = message.get("id")
+        if "error" in message:
+            err = message["error"] if isinstance(message["error"], dict) else {}
+            self._settle(request_id, error=McpError(int(err.get("code", INTERNAL_ERROR)),
+                                                    str(err.get("message", "error")),
+                                                    err.get("data")))
+        elif "result" in message:
+            self._settle(request_id, result=message["result"])
+        else:
+            log.warning("%s: ignored a message with neither method, result nor error", self.name)
+
+    def _answer(self, message: dict) -> None:
+        request_id = message["id"]
+        method = message["method"]
+        try:
+            if self._handle_request is None:
+                raise MethodNotFound(method)
+            reply = {"jsonrpc": "2.0", "id": request_id,
+                     "result": self._handle_request(method, message.get("params") or {})}
+        except MethodNotFound:
+            reply = _error_reply(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+        except McpError as exc:
+            reply = _error_reply(request_id, exc.code, exc.message, exc.data)
+        except Exception as exc:  # noqa: BLE001 - a handler's failure is the peer's answer
+            log.exception("%s: handler for %s failed", self.name, method)
+            reply = _error_reply(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+        try:
+            self.transport.send(reply)
+        except Exception as exc:  # noqa: BLE001
+            log.debug("%s: answer to %s not sent: %s", self.name, method, exc)
+
+    def _progress(self, params: dict) -> None:
+        with self._lock:
+            entry = self._pending.get(params.get("progressToken"))  # type: ignore[arg-type]
+        if entry is None or entry.on_progress is None:
+            return
+        try:
+            entry.on_progress(params.get("progress", 0), params.get("total"), params.get("message"))
+        except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
+            log.exception("%s: progress callback failed", self.name)
+
+    # -- settling ------------------------------------------------------------------------
+
+    def _settle(self, request_id: Any, *, result: Any = None,
+                error: BaseException | None = None) -> None:
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+        if entry is None:
+            return  # late answer to a cancelled or timed-out request: ignored
+        try:
+            if error is not None:
+                entry.future.set_exception(error)
+            else:
+                entry.future.set_result(result)
+        except InvalidStateError:
+            pass
+
+    def _future_done(self, future: Future) -> None:
+        if not future.cancelled():
+            return
+        request_id = future.request_id  # type: ignore[attr-defined]
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+        if entry is not None and entry.cancellable:
+            self._send_cancelled(request_id, "cancelled by the client")
+
+    def _send_cancelled(self, request_id: int, reason: str) -> None:
+        self._submit(self._workers, self.notify, "notifications/cancelled",
+                     {"requestId": request_id, "reason": reason})
+
+    def _fail_all(self, error: BaseException) -> None:
+        with self._lock:
+            if self._closed_error is None:
+                self._closed_error = error
+            pending, self._pending = self._pending, {}
+        for entry in pending.values():
+            try:
+                entry.future.set_exception(error)
+            except InvalidStateError:
+                pass
+
+    def _transport_closed(self, error: BaseException) -> None:
+        self._fail_all(error)
+        if self._on_close is not None:
+            try:
+                self._on_close(error)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: on_close failed", self.name)
+
+    # -- deadlines -----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        while True:
+            expired: list[_Pending] = []
+            with self._wake:
+                if self._closed_error is not None:
+                    return
+                now = time.monotonic()
+                while self._deadlines and self._deadlines[0][0] <= now:
+                    _, request_id = heapq.heappop(self._deadlines)
+                    entry = self._pending.pop(request_id, None)
+                    if entry is not None:
+                        expired.append(entry)
+                # drop heap entries of requests already answered, so the heap stays small
+                if len(self._deadlines) > 64 and len(self._deadlines) > 4 * len(self._pending):
+                    self._deadlines = [(d, i) for d, i in self._deadlines if i in self._pending]
+                    heapq.heapify(self._deadlines)
+                if not expired:
+                    wait = self._deadlines[0][0] - now if self._deadlines else None
+                    self._wake.wait(wait)
+                    continue
+            for entry in expired:
+                request_id = entry.future.request_id
+                if entry.cancellable:
+                    self._send_cancelled(request_id, "timed out")
+                message = entry.timeout_message or (
+                    f"{entry.method} to {self.name} timed out after {_seconds(entry.timeout)} s")
+                try:
+                    entry.future.set_exception(entry.timeout_error(message))
+                except InvalidStateError:
+                    pass
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _mark_worker(self) -> None:
+        self._local.session = self
+
+    def _submit(self, pool: ThreadPoolExecutor, fn, *args) -> None:
+        try:
+            pool.submit(fn, *args)
+        except RuntimeError:  # shut down: the session is closing
+            log.debug("%s: dropped %s while closing", self.name, getattr(fn, "__name__", fn))
+
+
+def _error_reply(request_id: Any, code: int, message: str, data: Any = None) -> dict:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"

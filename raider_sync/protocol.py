@@ -1,0 +1,57 @@
+"""The MCP revisions raider_sync speaks and the rules of the initialize handshake.
+
+raider_sync speaks the handshake era (2024-11-05 .. 2025-11-25): ``initialize``, then
+``notifications/initialized``. The stateless 2026-07-28 revision (``server/discover``, no
+session) is recognised and refused with a reason that says so; speaking it later means one
+more module beside this one, chosen by what the server answers.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import McpError, UnsupportedProtocol
+
+CLIENT_PROTOCOL_VERSION = "2025-11-25"
+KNOWN_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+STATELESS_PROTOCOL_VERSION = "2026-07-28"
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+STATELESS_REASON = (f"the server speaks only the stateless MCP revision {STATELESS_PROTOCOL_VERSION} "
+                    f"(server/discover), which raider_sync does not speak; it speaks "
+                    f"{', '.join(KNOWN_PROTOCOL_VERSIONS)}")
+
+
+def initialize_params(capabilities: dict, client_info: dict) -> dict:
+    """The params of the ``initialize`` request raider_sync sends."""
+    return {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": capabilities,
+            "clientInfo": client_info}
+
+
+def check_initialize_result(result: Any) -> str:
+    """The negotiated revision of an ``initialize`` result. Raises UnsupportedProtocol for a
+    revision raider_sync does not accept, McpError for a result that is not one."""
+    if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
+        raise McpError(-32603, "the initialize answer has no protocolVersion")
+    version = result["protocolVersion"]
+    if version == STATELESS_PROTOCOL_VERSION:
+        raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON)
+    if version not in KNOWN_PROTOCOL_VERSIONS:
+        raise UnsupportedProtocol(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            f"the server answered protocol version {version}, raider_sync asked for "
+            f"{CLIENT_PROTOCOL_VERSION} and accepts {', '.join(KNOWN_PROTOCOL_VERSIONS)}")
+    return version
+
+
+def translate_initialize_error(error: McpError) -> McpError:
+    """An initialize error answer, recognised as the stateless revision's refusal (-32022
+    naming only 2026-07-28 as supported) where it is one."""
+    supported = error.data.get("supported") if isinstance(error.data, dict) else None
+    if error.code == UNSUPPORTED_PROTOCOL_VERSION or supported is not None:
+        if isinstance(supported, list) and not set(supported) & set(KNOWN_PROTOCOL_VERSIONS):
+            return UnsupportedProtocol(error.code, STATELESS_REASON
+                                       if STATELESS_PROTOCOL_VERSION in supported else
+                                       f"the server supports only {', '.join(map(str, supported))}; "
+                                       f"raider_sync speaks {', '.join(KNOWN_PROTOCOL_VERSIONS)}",
+                                       error.data)
+    return error

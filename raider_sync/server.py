@@ -1,0 +1,637 @@
+"""McpServer: the client of one configured MCP server, with a blocking API.
+
+    srv = McpServer(config.server("files"))
+    srv.start_f().result()               # never raises: look at srv.status / srv.reason
+    srv.call_tool("mcp__files__read", {"path": "a.txt"}, timeout=30)
+    srv.stop()
+
+Every blocking method has a twin ending in ``_f`` that returns a ``concurrent.futures.Future``;
+the blocking one waits on it. Calls are bounded by a deadline even when nobody waits: a call
+that runs out is cancelled on the server (``notifications/cancelled``) and fails.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Optional
+
+from . import __version__
+from .config import ServerSpec, tool_name
+from .content import default_max_output_tokens, limit_content, strip_private_meta
+from .errors import (ConnectionClosed, McpError, NotConnected, RequestTimeout, ToolTimeout,
+                     UnknownTool, UnsupportedProtocol)
+from .futures import failed, resolved, run_in_thread, then
+from .jsonrpc import MethodNotFound, ProgressCallback, Session
+from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, check_initialize_result,
+                       initialize_params, translate_initialize_error)
+from .transports import open_transport
+
+DEFAULT_STARTUP_TIMEOUT_MS = 30000
+#: the call timeout when neither the spec's ``timeout`` nor MCP_TOOL_TIMEOUT gives one
+DEFAULT_CALL_TIMEOUT_S = 600.0
+PLUGIN_VARS = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
+HIDDEN_RESOURCE_MIME = "text/html;profile=mcp-app"
+_MAX_PAGES = 1000
+_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
+               "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+               "alert": logging.CRITICAL, "emergency": logging.CRITICAL}
+
+_live: "weakref.WeakSet[McpServer]" = weakref.WeakSet()
+
+
+def _env_ms(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+class McpServer:
+    """The client of one configured MCP server (stdio, or HTTP once that transport is given).
+
+    Options as the seed names them: ``startup_timeout_ms`` (default MCP_TIMEOUT, else 30000),
+    ``base_env`` (default a copy of os.environ), ``kill_grace`` (seconds, default 2),
+    ``on_status(server)``, ``max_output_tokens`` (default MAX_MCP_OUTPUT_TOKENS, else 25000),
+    ``on_tools_changed(server)``. Thread-safe: any number of threads may call one server.
+    """
+
+    client_protocol_version = CLIENT_PROTOCOL_VERSION
+    known_protocol_versions = KNOWN_PROTOCOL_VERSIONS
+
+    def __init__(self, spec: ServerSpec, *, startup_timeout_ms: float | None = None,
+                 base_env: dict[str, str] | None = None, kill_grace: float = 2.0,
+                 on_status: Callable[["McpServer"], None] | None = None,
+                 max_output_tokens: int | None = None,
+                 on_tools_changed: Callable[["McpServer"], None] | None = None,
+                 client_info: dict | None = None):
+        if not isinstance(spec, ServerSpec):
+            raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
+                            f"not {type(spec).__name__}")
+        self.spec = spec
+        self.startup_timeout_ms = (startup_timeout_ms if startup_timeout_ms is not None
+                                   else _env_ms("MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT_MS))
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self.kill_grace = kill_grace
+        self.on_status = on_status
+        self.max_output_tokens = max_output_tokens or default_max_output_tokens()
+        self.on_tools_changed = on_tools_changed
+        self.client_info = client_info or {"name": "raider_sync", "version": __version__}
+        self.log = logging.getLogger(f"raider_sync.server.{spec.key}")
+
+        self._lock = threading.RLock()
+        self._status = "configured"
+        self._reason: str | None = None
+        self.protocol_version: str | None = None
+        self.server_info: dict = {}
+        self.instructions: str | None = None
+        self.capabilities: dict = {}
+        self.warnings: list[str] = []
+        self._transport = None
+        self._session: Session | None = None
+        self._start_future: Future | None = None
+        self._start_thread: threading.Thread | None = None
+        self._tools: list[dict] = []
+        self._original: dict[str, str] = {}
+        self._tools_future: Future = resolved([])
+        self._relist_queued = False
+        self._lists: dict[str, Future] = {}
+        self._background = ThreadPoolExecutor(1, f"raider-{spec.key}-relist")
+        _live.add(self)
+
+    def __repr__(self) -> str:
+        return f"<McpServer {self.name!r} {self.transport} {self.status}>"
+
+    def __enter__(self) -> "McpServer":
+        self.initialize()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- what the spec says --------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    @property
+    def transport(self) -> str:
+        return self.spec.transport
+
+    @property
+    def status(self) -> str:
+        """configured, starting, connected, failed or stopped."""
+        return self._status
+
+    @property
+    def reason(self) -> str | None:
+        """Why the server failed or stopped (with a stdio server's last stderr line)."""
+        return self._reason
+
+    @property
+    def call_timeout(self) -> float:
+        """Seconds a call may take: the spec's ``timeout`` (ms), else MCP_TOOL_TIMEOUT (ms),
+        else 600."""
+        if self.spec.timeout:
+            return self.spec.timeout / 1000
+        return _env_ms("MCP_TOOL_TIMEOUT", DEFAULT_CALL_TIMEOUT_S * 1000) / 1000
+
+    @property
+    def child_env(self) -> dict[str, str]:
+        """The environment a stdio server starts with: base_env without inherited plugin
+        variables, the spec's env, CLAUDE_PROJECT_DIR and a plugin's root and data folders."""
+        env = {k: v for k, v in self.base_env.items() if k not in PLUGIN_VARS}
+        env.update(self.spec.env)
+        env["CLAUDE_PROJECT_DIR"] = self.spec.project_dir or os.getcwd()
+        if self.spec.plugin_root is not None:
+            env["CLAUDE_PLUGIN_ROOT"] = self.spec.plugin_root
+        if self.spec.plugin_data is not None:
+            env["CLAUDE_PLUGIN_DATA"] = self.spec.plugin_data
+        return env
+
+    @property
+    def fingerprint(self) -> str:
+        """What the server is started with, as one string: equal fingerprints talk to the
+        same thing. A digest, so secrets in env and headers are never shown."""
+        spec = self.spec
+        if spec.transport == "stdio":
+            what: dict[str, Any] = {"command": spec.command, "args": spec.args, "cwd": spec.cwd,
+                                    "project_dir": spec.project_dir, "env": self.child_env}
+        else:
+            what = {"url": spec.url, "headers": spec.headers,
+                    "headers_helper": spec.headers_helper}
+        what.update(transport=spec.transport, prefix=spec.key, timeout=self.call_timeout)
+        digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+        return f"{spec.transport}:{spec.key}:{digest[:32]}"
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of a running stdio server, else None."""
+        transport = self._transport
+        return getattr(transport, "pid", None) if self._status in ("starting", "connected") else None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last lines a stdio server wrote to stderr."""
+        return self._transport.stderr_tail if self._transport is not None else []
+
+    # -- start ---------------------------------------------------------------------------
+
+    def start_f(self) -> Future:
+        """Connect once, in the background; every later call returns the same future.
+
+        The future never fails: it resolves to this server, whose ``status`` is then
+        connected or failed (with ``reason``). Transport, initialize, initialized and the
+        tool list all happen within ``startup_timeout_ms``.
+        """
+        with self._lock:
+            if self._start_future is None:
+                self._start_future = Future()
+                if self._status == "stopped":
+                    self._start_future.set_result(self)
+                else:
+                    self._start_thread = threading.Thread(
+                        target=self._start, name=f"raider-{self.key}-start", daemon=True)
+                    self._start_thread.start()
+            return self._start_future
+
+    def initialize(self, timeout: float | None = None) -> "McpServer":
+        """Blocking :meth:`start_f`: returns this server once connected or failed."""
+        bound = timeout if timeout is not None else self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5
+        return self.start_f().result(bound)
+
+    def _start(self) -> None:
+        timeout = self.startup_timeout_ms / 1000
+        self._set_status("starting")
+        try:
+            transport = open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace)
+            session = Session(transport, name=self.key, handle_request=self._handle_request,
+                              handle_notification=self._handle_notification,
+                              on_close=self._connection_lost)
+            with self._lock:
+                if self._status == "stopped":
+                    raise NotConnected("stopped while starting")
+                self._transport, self._session = transport, session
+            deadline = _Deadline(timeout)
+            session.open(timeout=deadline.left())
+            try:
+                result = session.request(
+                    "initialize", initialize_params(self._client_capabilities(), self.client_info),
+                    timeout=deadline.left(), cancellable=False,
+                    timeout_message=self._startup_timeout_message())
+            except McpError as exc:
+                raise translate_initialize_error(exc) from None
+            self.protocol_version = check_initialize_result(result)
+            self.capabilities = dict(result.get("capabilities") or {})
+            self.server_info = dict(result.get("serverInfo") or {})
+            self.instructions = result.get("instructions")
+            session.notify("notifications/initialized")
+            self._set_tools(self._fetch_all("tools/list", "tools", deadline.left(),
+                                            self._startup_timeout_message()))
+            self._set_status("connected", only_from="starting")
+        except BaseException as exc:  # noqa: BLE001 - start_f never fails
+            if self._status != "stopped":
+                reason = self._describe_failure(exc)
+                self._close_connection(ConnectionClosed(reason, self.stderr_tail), grace=True)
+                self._set_status("failed", reason)
+        finally:
+            self._start_future.set_result(self)  # type: ignore[union-attr]
+
+    def _startup_timeout_message(self) -> str:
+        return f"startup timed out after {self.startup_timeout_ms / 1000:g} s (MCP_TIMEOUT)"
+
+    def _describe_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, UnsupportedProtocol):
+            message = exc.message
+        elif isinstance(exc, McpError):
+            message = f"the server answered with an error: {exc}"
+        else:
+            message = str(exc)
+        tail = self.stderr_tail
+        if tail and tail[-1] not in message:
+            message = f"{message} (last stderr line: {tail[-1]})"
+        return message or type(exc).__name__
+
+    def _client_capabilities(self) -> dict:
+        return {}
+
+    # -- tools ---------------------------------------------------------------------------
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names the model sees (mcp__KEY__TOOL), in the server's order."""
+        return [tool["name"] for tool in self._tools]
+
+    def original_name(self, name: str) -> str | None:
+        """The tool's name on the server, or None for a name it does not offer."""
+        return self._original.get(name)
+
+    def list_tools_f(self) -> Future:
+        """A future of the tools under their prefixed names (copies); empty unless connected.
+        While a re-list after tools/list_changed runs, it resolves when that is done."""
+        if self._status != "connected":
+            return resolved([])
+        return then(self._tools_future, lambda _: [dict(t) for t in self._tools])
+
+    def list_tools(self, timeout: float | None = None) -> list[dict]:
+        """Blocking :meth:`list_tools_f`; ``timeout`` defaults to the call timeout."""
+        return self.list_tools_f().result(timeout or self.call_timeout)
+
+    def _set_tools(self, tools: list[dict]) -> None:
+        listed: list[dict] = []
+        original: dict[str, str] = {}
+        for tool in tools:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                self.warnings.append(f"a tool without a name was dropped: {str(tool)[:100]}")
+                continue
+            prefixed = tool_name(self.key, tool["name"])
+            if prefixed in original:
+                self.warnings.append(
+                    f"tool {tool['name']!r} dropped: its name {prefixed} collides with "
+                    f"tool {original[prefixed]!r}")
+                continue
+            original[prefixed] = tool["name"]
+            listed.append({**tool, "name": prefixed})
+        with self._lock:
+            self._tools, self._original = listed, original
+
+    def call_tool_f(self, name: str, arguments: dict | None = None, *,
+                    timeout: float | None = None,
+                    on_progress: ProgressCallback | None = None) -> Future:
+        """Call a tool by its prefixed (or original) name; a future of the result dict.
+
+        The future fails with NotConnected, UnknownTool, McpError (a JSON-RPC error answer),
+        ConnectionClosed (the server went away) or ToolTimeout (after ``timeout`` s, default
+        :attr:`call_timeout`, the call is cancelled on the server). ``on_progress(progress,
+        total, message)`` receives the server's progress notifications.
+        """
+        session = self._session
+        if self._status != "connected" or session is None:
+            return failed(self._not_connected())
+        original = self._original.get(name)
+        if original is None and name in self._original.values():
+            original = name
+        if original is None:
+            return failed(UnknownTool(f"MCP server {self.name!r} has no tool {name!r}"))
+        seconds = timeout if timeout is not None else self.call_timeout
+        inner = session.request_f(
+            "tools/call", {"name": original, "arguments": dict(arguments or {})},
+            timeout=seconds, on_progress=on_progress, timeout_error=ToolTimeout,
+            timeout_message=f"MCP tool call timed out after {seconds:g} s")
+        return then(inner, self._shape_result)
+
+    def call_tool(self, name: str, arguments: dict | None = None, *,
+                  timeout: float | None = None,
+                  on_progress: ProgressCallback | None = None) -> dict:
+        """Blocking :meth:`call_tool_f`: the result dict, or the future's exception raised."""
+        future = self.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress)
+        return _wait(future, timeout if timeout is not None else self.call_timeout)
+
+    def _shape_result(self, result: Any) -> dict:
+        if not isinstance(result, dict):
+            raise McpError(-32603, f"tools/call answered with {type(result).__name__}, not an object")
+        result = strip_private_meta(result)
+        if isinstance(result.get("content"), list):
+            result = {**result, "content": self.limit_content(result["content"],
+                                                              bool(result.get("isError")))}
+        return result
+
+    def limit_content(self, content: list[dict], is_error: bool = False) -> list[dict]:
+        """The content blocks with their text held to :attr:`max_output_tokens` (see
+        :func:`raider_sync.content.limit_content`)."""
+        return limit_content(content, is_error, max_output_tokens=self.max_output_tokens)
+
+    # -- prompts and resources -----------------------------------------------------------
+
+    @property
+    def has_prompts(self) -> bool:
+        return self._status == "connected" and "prompts" in self.capabilities
+
+    @property
+    def has_resources(self) -> bool:
+        return self._status == "connected" and "resources" in self.capabilities
+
+    def list_prompts_f(self) -> Future:
+        """A future of the server's prompts, listed on first use and again after
+        prompts/list_changed. Empty unless connected; a failing prompts/list is empty."""
+        if not self.has_prompts:
+            return resolved([])
+        return self._cached_list("prompts/list", "prompts", lambda items: items)
+
+    def list_prompts(self, timeout: float | None = None) -> list[dict]:
+        return _wait(self.list_prompts_f(), timeout or self.call_timeout)
+
+    def get_prompt_f(self, name: str, arguments: dict | None = None, *,
+                     timeout: float | None = None) -> Future:
+        """A future of prompts/get's result ({description, messages}); the call timeout holds."""
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = {k: str(v) for k, v in arguments.items()}
+        return self._request_f("prompts/get", params, timeout)
+
+    def get_prompt(self, name: str, arguments: dict | None = None, *,
+                   timeout: float | None = None) -> dict:
+        return _wait(self.get_prompt_f(name, arguments, timeout=timeout),
+                     timeout or self.call_timeout)
+
+    def list_resources_f(self) -> Future:
+        """A future of the server's resources, cached like the prompts; ``ui://`` resources
+        and those of type text/html;profile=mcp-app are left out."""
+        if not self.has_resources:
+            return resolved([])
+        return self._cached_list("resources/list", "resources", _visible_resources)
+
+    def list_resources(self, timeout: float | None = None) -> list[dict]:
+        return _wait(self.list_resources_f(), timeout or self.call_timeout)
+
+    def list_resource_templates_f(self) -> Future:
+        """A future of the server's resource templates (resources/templates/list), cached."""
+        if not self.has_resources:
+            return resolved([])
+        return self._cached_list("resources/templates/list", "resourceTemplates", lambda i: i)
+
+    def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
+        return _wait(self.list_resource_templates_f(), timeout or self.call_timeout)
+
+    def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
+        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``."""
+        return then(self._request_f("resources/read", {"uri": uri}, timeout),
+                    lambda result: list(result.get("contents") or []))
+
+    def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
+        return _wait(self.read_resource_f(uri, timeout=timeout), timeout or self.call_timeout)
+
+    def ping(self, timeout: float = 10.0) -> None:
+        """Send ``ping``; raises when the server does not answer within ``timeout`` s."""
+        _wait(self._request_f("ping", None, timeout), timeout)
+
+    def _request_f(self, method: str, params: dict | None, timeout: float | None) -> Future:
+        session = self._session
+        if self._status != "connected" or session is None:
+            return failed(self._not_connected())
+        seconds = timeout if timeout is not None else self.call_timeout
+        return session.request_f(method, params, timeout=seconds)
+
+    def _cached_list(self, method: str, field: str, shape: Callable[[list], list]) -> Future:
+        with self._lock:
+            future = self._lists.get(method)
+            if future is None:
+                future = self._lists[method] = self._background_f(
+                    lambda: shape(self._fetch_all(method, field, self.call_timeout)),
+                    fallback=[], what=method)
+        return then(future, lambda items: [dict(i) for i in items])
+
+    def _fetch_all(self, method: str, field: str, timeout: float,
+                   timeout_message: str | None = None) -> list[dict]:
+        """Every page of a paginated list, within ``timeout`` s in all."""
+        deadline = _Deadline(timeout)
+        items: list[dict] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            session = self._session
+            if session is None:
+                raise self._not_connected()
+            result = session.request(method, {"cursor": cursor} if cursor else None,
+                                     timeout=deadline.left(), timeout_message=timeout_message)
+            items.extend(result.get(field) or [])
+            cursor = result.get("nextCursor")
+            if not cursor or cursor in seen:
+                break
+            seen.add(cursor)
+        return items
+
+    def _background_f(self, fn: Callable[[], Any], *, fallback: Any, what: str) -> Future:
+        def run() -> Any:
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - a failing list is an empty one
+                self.log.warning("%s: %s failed: %s", self.name, what, exc)
+                return fallback
+        try:
+            return self._background.submit(run)
+        except RuntimeError:
+            return resolved(fallback)
+
+    # -- what the server sends -----------------------------------------------------------
+
+    def _handle_request(self, method: str, params: dict) -> Any:
+        if method == "ping":
+            return {}
+        raise MethodNotFound(method)
+
+    def _handle_notification(self, method: str, params: dict) -> None:
+        if method == "notifications/tools/list_changed":
+            self._tools_changed()
+        elif method == "notifications/prompts/list_changed":
+            with self._lock:
+                self._lists.pop("prompts/list", None)
+        elif method == "notifications/resources/list_changed":
+            with self._lock:
+                self._lists.pop("resources/list", None)
+                self._lists.pop("resources/templates/list", None)
+        elif method == "notifications/message":
+            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+            self.log.log(level, "%s%s", f"[{params['logger']}] " if params.get("logger") else "",
+                         params.get("data"))
+
+    def _tools_changed(self) -> None:
+        if self.on_tools_changed is not None:
+            try:
+                self.on_tools_changed(self)
+            except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
+                self.log.exception("on_tools_changed failed")
+        with self._lock:
+            if self._relist_queued:
+                return
+            self._relist_queued = True
+            if self._tools_future.done():
+                self._tools_future = Future()
+            future = self._tools_future
+        try:
+            self._background.submit(self._relist, future)
+        except RuntimeError:
+            future.set_result(None)
+
+    def _relist(self, future: Future) -> None:
+        with self._lock:
+            self._relist_queued = False
+        try:
+            self._set_tools(self._fetch_all("tools/list", "tools", self.call_timeout))
+        except Exception as exc:  # noqa: BLE001 - keep the old list
+            self.warnings.append(f"re-listing the tools failed: {exc}")
+        with self._lock:
+            if self._relist_queued:
+                return  # a newer list_changed came meanwhile: its re-list settles the future
+        if not future.done():
+            future.set_result(None)
+
+    def _connection_lost(self, error: BaseException) -> None:
+        with self._lock:
+            if self._status not in ("starting", "connected"):
+                return
+        self._close_connection(error, grace=False)
+        self._set_status("failed", str(error))
+
+    # -- stop ----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the server: pending calls fail at once; a stdio process gets its stdin closed,
+        then SIGTERM, then SIGKILL, ``kill_grace`` s apart. Status stopped. Safe to repeat."""
+        self._shutdown(grace=True)
+
+    def stop_f(self) -> Future:
+        """:meth:`stop` in the background; a future of None."""
+        return run_in_thread(self.stop, f"raider-{self.key}-stop")
+
+    def kill_now(self) -> None:
+        """Kill a stdio process at once (SIGKILL to its group); status stopped."""
+        self._shutdown(grace=False)
+
+    def _shutdown(self, grace: bool) -> None:
+        with self._lock:
+            already = self._status == "stopped"
+            if not already:
+                self._status_changed_to("stopped", self._reason if self._status == "failed"
+                                        else "stopped by the client")
+            start_thread = self._start_thread
+        if not already:
+            self._notify_status()
+        self._close_connection(ConnectionClosed(f"MCP server {self.name!r} was stopped"),
+                               grace=grace)
+        if start_thread is not None and start_thread is not threading.current_thread():
+            start_thread.join(self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5)
+        in_background = threading.current_thread().name.startswith(f"raider-{self.key}-relist")
+        self._background.shutdown(wait=not in_background, cancel_futures=True)
+        with self._lock:
+            if not self._tools_future.done():
+                self._tools_future.set_result(None)
+        _live.discard(self)
+
+    def _close_connection(self, error: BaseException, *, grace: bool) -> None:
+        with self._lock:
+            session, transport = self._session, self._transport
+            self._session = None
+        if session is not None:
+            session.close(error)
+        if transport is not None:
+            transport.close() if grace else transport.kill_now()
+
+    # -- status --------------------------------------------------------------------------
+
+    def _set_status(self, status: str, reason: str | None = None,
+                    only_from: str | None = None) -> None:
+        with self._lock:
+            if only_from is not None and self._status != only_from:
+                return
+            if self._status == "stopped":
+                return
+            self._status_changed_to(status, reason)
+        self._notify_status()
+
+    def _status_changed_to(self, status: str, reason: str | None) -> None:
+        self._status = status
+        if reason is not None or status in ("starting", "connected"):
+            self._reason = reason
+
+    def _notify_status(self) -> None:
+        if self.on_status is not None:
+            try:
+                self.on_status(self)
+            except Exception:  # noqa: BLE001
+                self.log.exception("on_status failed")
+
+    def _not_connected(self) -> NotConnected:
+        why = f": {self._reason}" if self._reason else ""
+        return NotConnected(f"MCP server {self.name!r} is not connected ({self._status}{why})")
+
+
+class _Deadline:
+    """One deadline on the monotonic clock; :meth:`left` is what remains (never negative)."""
+
+    def __init__(self, seconds: float):
+        self.at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+
+def _wait(future: Future, timeout: float) -> Any:
+    """``future.result()``, bounded by ``timeout`` plus a margin: the session's watchdog
+    settles the future at its deadline; the margin only guards against a stuck thread."""
+    try:
+        return future.result(timeout + 5)
+    except FutureTimeout:
+        if future.done():  # the future's own error: a ToolTimeout is a TimeoutError too
+            raise
+        future.cancel()
+        raise RequestTimeout(f"no answer within {timeout:g} s") from None
+
+
+def _visible_resources(resources: list) -> list:
+    return [r for r in resources if isinstance(r, dict)
+            and not str(r.get("uri", "")).startswith("ui://")
+            and str(r.get("mimeType", "")).replace(" ", "").lower() != HIDDEN_RESOURCE_MIME]
+
+
+@atexit.register
+def _stop_forgotten_servers() -> None:
+    """Kill the processes of servers a program forgot to stop."""
+    for server in list(_live):
+        try:
+            server.kill_now()
+        except Exception:  # noqa: BLE001
+            pass

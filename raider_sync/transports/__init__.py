@@ -1,0 +1,21 @@
+"""Transports move JSON-RPC messages and nothing else: no ids, no MCP meaning.
+
+Every transport has ``start(deliver, closed, timeout)``, ``send(message, deadline)`` and
+``close()``; ``deliver(message)`` is called on the transport's reader thread for each message
+received, ``closed(error)`` once when the connection ends without being closed by its owner.
+"""
+from __future__ import annotations
+
+from ..errors import RaiderError
+from .base import Transport
+from .stdio import StdioTransport
+
+__all__ = ["StdioTransport", "Transport", "open_transport"]
+
+
+def open_transport(spec, *, env: dict[str, str], kill_grace: float) -> Transport:
+    """The transport a server spec names (not yet started)."""
+    if spec.transport == "stdio":
+        return StdioTransport(spec.command, spec.args, env=env, cwd=spec.cwd, name=spec.key,
+                              kill_grace=kill_grace)
+    raise RaiderError(f"the {spec.transport} transport is not available in this version")

@@ -1,0 +1,40 @@
+"""The interface every transport implements."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+Deliver = Callable[[Any], None]
+Closed = Callable[[BaseException], None]
+
+
+class Transport:
+    """Moves JSON-RPC messages between this process and one MCP peer.
+
+    Subclasses implement the four methods; none of them knows request ids or MCP methods.
+    """
+
+    #: the process id of a local server process, or None
+    pid: Optional[int] = None
+
+    def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
+        """Connect (blocks up to ``timeout`` s); then call ``deliver`` for every message received
+        and ``closed(error)`` once if the connection ends on its own. Raises RaiderError."""
+        raise NotImplementedError
+
+    def send(self, message: dict, *, deadline: float | None = None) -> None:
+        """Send one message; ``deadline`` (time.monotonic()) bounds a blocking send.
+        Raises ConnectionClosed when the connection is gone."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """End the connection and join the transport's threads. Safe to call twice."""
+        raise NotImplementedError
+
+    def kill_now(self) -> None:
+        """End the connection at once, without grace periods."""
+        self.close()
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last lines a local server wrote to stderr (empty for remote servers)."""
+        return []

@@ -1,0 +1,195 @@
+"""The stdio transport: a server process, one JSON-RPC message per line.
+
+Threads (named after the server): ``raider-<name>-stdout`` reads messages and hands them to
+``deliver``; ``raider-<name>-stderr`` keeps a bounded tail of the server's log. Writes happen on
+the caller's thread under a lock. The process runs in a session (process group) of its own, so
+stopping it reaches ``npx``/``uvx`` wrappers and whatever they started.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+
+from ..errors import ConnectionClosed, RaiderError
+from .base import Closed, Deliver, Transport
+
+STDERR_TAIL_LINES = 50
+_STDERR_DRAIN_SECONDS = 0.5
+_EXIT_CODE_WAIT_SECONDS = 0.2
+
+
+class StdioTransport(Transport):
+    """A local MCP server process spoken to over its stdin and stdout.
+
+    ``close()`` closes stdin, waits ``kill_grace`` s for the process to exit, sends SIGTERM to
+    its process group, waits ``kill_grace`` s more, then SIGKILLs the group.
+    """
+
+    def __init__(self, command: str, args: list[str], *, env: dict[str, str] | None = None,
+                 cwd: str | None = None, name: str = "stdio", kill_grace: float = 2.0):
+        self.command = command
+        self.args = list(args)
+        self.env = env
+        self.cwd = cwd
+        self.name = name
+        self.kill_grace = kill_grace
+        self.log = logging.getLogger(f"raider_sync.server.{name}")
+        self._proc: subprocess.Popen | None = None
+        self._write_lock = threading.Lock()
+        self._close_lock = threading.Lock()
+        self._closing = False
+        self._tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._threads: list[threading.Thread] = []
+        self._stderr_done = threading.Event()
+
+    # -- Transport -----------------------------------------------------------------------
+
+    def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
+        """Spawn the process. Raises RaiderError when it cannot be started."""
+        try:
+            self._proc = subprocess.Popen(
+                [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, start_new_session=True,
+                close_fds=True)
+        except FileNotFoundError as exc:
+            missing = self.cwd if self.cwd and not os.path.isdir(self.cwd) else self.command
+            raise RaiderError(f"cannot start {self.command!r}: {missing} not found") from exc
+        except OSError as exc:
+            raise RaiderError(f"cannot start {self.command!r}: {exc.strerror or exc}") from exc
+        self.pid = self._proc.pid
+        self._spawn(self._read_stderr, "stderr")
+        self._spawn(self._read_stdout, "stdout", deliver, closed)
+
+    def send(self, message: dict, *, deadline: float | None = None) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        proc = self._proc
+        if proc is None or self._closing:
+            raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
+        try:
+            with self._write_lock:
+                proc.stdin.write(data)  # type: ignore[union-attr]
+                proc.stdin.flush()  # type: ignore[union-attr]
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            raise ConnectionClosed(self._gone_message("its stdin is closed"),
+                                   self.stderr_tail) from exc
+
+    def close(self) -> None:
+        self._stop(self.kill_grace)
+
+    def kill_now(self) -> None:
+        self._stop(0)
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        return list(self._tail)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.poll() if self._proc else None
+
+    # -- stopping ------------------------------------------------------------------------
+
+    def _stop(self, grace: float) -> None:
+        with self._close_lock:
+            proc = self._proc
+            if proc is None:
+                return
+            self._closing = True
+            with self._write_lock:
+                try:
+                    proc.stdin.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
+            if grace > 0 and not self._wait(proc, grace):
+                self._signal_group(proc, signal.SIGTERM)
+                self._wait(proc, grace)
+            # the whole group, even when the leader has gone: its children may not have
+            self._signal_group(proc, signal.SIGKILL)
+            self._wait(proc, 5)
+            for thread in self._threads:
+                if thread is not threading.current_thread():
+                    thread.join(5)
+            for pipe in (proc.stdout, proc.stderr):
+                try:
+                    pipe.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
+            self._proc = None
+
+    @staticmethod
+    def _wait(proc: subprocess.Popen, seconds: float) -> bool:
+        try:
+            proc.wait(seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    @staticmethod
+    def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    # -- reader threads ------------------------------------------------------------------
+
+    def _spawn(self, target, role: str, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"raider-{self.name}-{role}",
+                                  daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _read_stdout(self, deliver: Deliver, closed: Closed) -> None:
+        stdout = self._proc.stdout  # type: ignore[union-attr]
+        try:
+            for line in stdout:  # type: ignore[union-attr]
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    self.log.warning("%s: skipped a line on stdout that is not JSON: %.200r",
+                                     self.name, line)
+                    continue
+                try:
+                    deliver(message)
+                except Exception:  # noqa: BLE001 - the reader must outlive a bad message
+                    self.log.exception("%s: a message could not be handled", self.name)
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us: we are stopping
+        if self._closing:
+            return
+        # the process is gone or closed stdout: give stderr a moment to say why
+        self._stderr_done.wait(_STDERR_DRAIN_SECONDS)
+        closed(ConnectionClosed(self._gone_message("it closed its stdout"), self.stderr_tail))
+
+    def _read_stderr(self) -> None:
+        stderr = self._proc.stderr  # type: ignore[union-attr]
+        try:
+            for raw in stderr:  # type: ignore[union-attr]
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if line.strip():
+                    self._tail.append(line)
+                    self.log.debug("%s", line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._stderr_done.set()
+
+    def _gone_message(self, what: str) -> str:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(_EXIT_CODE_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+        how = f"exited with code {code}" if code is not None else what
+        last = self._tail[-1] if self._tail else ""
+        return f"MCP server {self.name!r} {how}" + (f": {last}" if last else "")

@@ -1,0 +1,4 @@
+"""Build shim: the metadata lives in setup.cfg."""
+from setuptools import setup
+
+setup()

@@ -1,0 +1,150 @@
+"""Shared fixtures: real peers, free ports, and a guard that fails any test that leaks.
+
+The leak guard snapshots threads, child processes and file descriptors after the
+session-scoped fixtures are up (pytest sets up wider scopes first) and checks them after the
+test's own fixtures are torn down, allowing a bounded moment for threads to finish exiting.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from raider_sync import McpConfig
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = os.path.join(HERE, "peers")
+FAKES = os.path.join(HERE, "fakes")
+EVERYTHING_JS = os.path.join(PEERS, "node_modules", "@modelcontextprotocol", "server-everything",
+                             "dist", "index.js")
+SDK_SERVER = os.path.join(PEERS, "sdk_server.py")
+FAKE_SERVER = os.path.join(FAKES, "fake_server.py")
+LEAK_GRACE_SECONDS = 5.0
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (bind to port 0, read it, close)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 20.0, proc=None) -> None:
+    """Poll until something listens on ``port`` (bounded); fail early if ``proc`` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening")
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on port {port} within {timeout} s")
+
+
+def everything_available() -> bool:
+    return os.path.exists(EVERYTHING_JS) and shutil.which("node") is not None
+
+
+def config_of(servers: dict, **kw) -> McpConfig:
+    return McpConfig.from_dict({"mcpServers": servers}, **kw)
+
+
+@pytest.fixture(scope="session")
+def everything_js() -> str:
+    """Path of server-everything's entry point; CI must have it (make peers)."""
+    if not everything_available():
+        if os.environ.get("CI"):
+            pytest.fail("server-everything is not installed: run `make peers`")
+        pytest.skip("server-everything is not installed: run `make peers`")
+    return EVERYTHING_JS
+
+
+@pytest.fixture
+def everything_spec(everything_js):
+    return config_of({"everything": {"command": "node", "args": [everything_js, "stdio"]}}
+                     ).server("everything")
+
+
+@pytest.fixture
+def sdk_spec():
+    return config_of({"sdk": {"command": sys.executable, "args": [SDK_SERVER, "stdio"]}}
+                     ).server("sdk")
+
+
+def fake_spec(mode: str, name: str = "fake", **extra):
+    """A spec for tests/fakes/fake_server.py in ``mode`` (see that file)."""
+    entry = {"command": sys.executable, "args": [FAKE_SERVER, mode], **extra}
+    return config_of({name: entry}).server(name)
+
+
+def _children() -> list[psutil.Process]:
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _fds() -> set[str]:
+    try:
+        return set(os.listdir("/proc/self/fd"))
+    except OSError:
+        return set()
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(request):
+    """Fail a test that leaves a thread, a child process or a file descriptor behind."""
+    if request.node.get_closest_marker("allow_leaks"):
+        yield
+        return
+    threads = set(threading.enumerate())
+    children = {p.pid for p in _children()}
+    fds = _fds()
+    yield
+    deadline = time.monotonic() + LEAK_GRACE_SECONDS
+    while True:
+        new_threads = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+        new_children = [p for p in _children() if p.pid not in children]
+        new_fds = _fds() - fds
+        if not (new_threads or new_children or new_fds) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)  # a bounded poll while exiting threads finish
+    problems = []
+    if new_threads:
+        problems.append(f"threads left running: {sorted(t.name for t in new_threads)}")
+    if new_children:
+        described = []
+        for p in new_children:
+            try:
+                described.append(f"{p.pid} {p.status()} {' '.join(p.cmdline())[:80]}")
+            except psutil.Error:
+                described.append(str(p.pid))
+        for p in new_children:  # do not let one leak fail every later test too
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        problems.append(f"child processes left: {described}")
+    if new_fds:
+        targets = []
+        for fd in sorted(new_fds):
+            try:
+                targets.append(f"{fd}->{os.readlink(f'/proc/self/fd/{fd}')}")
+            except OSError:
+                pass
+        if targets:
+            problems.append(f"file descriptors left open: {targets}")
+    if problems:
+        pytest.fail("leak: " + "; ".join(problems), pytrace=False)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "allow_leaks: the test checks leaks itself")

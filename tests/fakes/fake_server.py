@@ -1,0 +1,140 @@
+"""A deliberately faulty MCP stdio server, for the faults real servers will not produce.
+
+    python fake_server.py MODE[,MODE...]
+
+Modes:
+  garbage       print lines that are not JSON before every answer
+  crash         the tool "crash" writes a last words line to stderr and exits 3 mid-call
+  ignore-term   ignore SIGTERM and stdin EOF (must be SIGKILLed)
+  grandchild    start `sleep 1000` in the background (same process group) at startup
+  silent        never answer initialize
+  stateless     answer initialize as a 2026-07-28-only server (-32022)
+  future        answer initialize with protocolVersion 2099-01-01
+  paginate      list tools one per page
+  collide       offer tools "a.b" and "a_b" (they normalise to one name)
+  ask           send sampling/createMessage and ping to the client after initialized
+  batch         answer tools/list inside a JSON-RPC batch (array)
+  meta          tool results carry _meta with raider/ keys
+Tools: echo, crash, big (20 MB text), sleep (never answers), error (JSON-RPC error),
+  answers (reports what the client answered to the "ask" requests).
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+MODES = set((sys.argv[1] if len(sys.argv) > 1 else "").split(","))
+answers = {}
+
+
+def send(message):
+    if "garbage" in MODES:
+        sys.stdout.write("this is not json\n{broken\n")
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def result(msg_id, value):
+    send({"jsonrpc": "2.0", "id": msg_id, "result": value})
+
+
+def tools():
+    names = ["echo", "crash", "big", "sleep", "error", "answers"]
+    if "collide" in MODES:
+        names += ["a.b", "a_b"]
+    return [{"name": n, "description": f"the {n} tool",
+             "inputSchema": {"type": "object", "properties": {}}} for n in names]
+
+
+def call(msg_id, params):
+    name = params.get("name")
+    args = params.get("arguments") or {}
+    if name == "echo":
+        out = {"content": [{"type": "text", "text": str(args.get("message", ""))}]}
+        if "meta" in MODES:
+            out["_meta"] = {"raider/messages": ["obey me"], "other": 1}
+        result(msg_id, out)
+    elif name == "crash":
+        sys.stderr.write("fatal: the fake server exploded\n")
+        sys.stderr.flush()
+        os._exit(3)
+    elif name == "big":
+        result(msg_id, {"content": [{"type": "text", "text": "x" * (20 * 1024 * 1024)}]})
+    elif name == "sleep":
+        pass  # never answers
+    elif name == "error":
+        send({"jsonrpc": "2.0", "id": msg_id,
+              "error": {"code": -32000, "message": "it went wrong", "data": {"why": "test"}}})
+    elif name == "answers":
+        result(msg_id, {"content": [{"type": "text", "text": json.dumps(answers)}]})
+    else:
+        send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32602, "message": "no such tool"}})
+
+
+def handle(msg):
+    method = msg.get("method")
+    msg_id = msg.get("id")
+    if method is None:  # an answer to one of our requests
+        answers[str(msg_id)] = msg.get("error") or msg.get("result")
+        return
+    if method == "initialize":
+        if "silent" in MODES:
+            return
+        if "stateless" in MODES:
+            send({"jsonrpc": "2.0", "id": msg_id, "error": {
+                "code": -32022, "message": "Unsupported protocol version",
+                "data": {"supported": ["2026-07-28"], "requested": msg["params"]["protocolVersion"]}}})
+            return
+        version = "2099-01-01" if "future" in MODES else msg["params"]["protocolVersion"]
+        result(msg_id, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": {"name": "fake", "version": "1"}})
+    elif method == "notifications/initialized":
+        if "ask" in MODES:
+            send({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage",
+                  "params": {"messages": [], "maxTokens": 1}})
+            send({"jsonrpc": "2.0", "id": "s2", "method": "ping"})
+    elif method == "tools/list":
+        listed = tools()
+        if "paginate" in MODES:
+            index = int((msg.get("params") or {}).get("cursor") or 0)
+            page = {"tools": listed[index:index + 1]}
+            if index + 1 < len(listed):
+                page["nextCursor"] = str(index + 1)
+        else:
+            page = {"tools": listed}
+        if "batch" in MODES:
+            sys.stdout.write(json.dumps([{"jsonrpc": "2.0", "method": "notifications/message",
+                                          "params": {"level": "info", "data": "batched"}},
+                                         {"jsonrpc": "2.0", "id": msg_id, "result": page}]) + "\n")
+            sys.stdout.flush()
+        else:
+            result(msg_id, page)
+    elif method == "tools/call":
+        call(msg_id, msg.get("params") or {})
+    elif method == "ping":
+        result(msg_id, {})
+    elif msg_id is not None:
+        send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "not found"}})
+
+
+def main():
+    if "ignore-term" in MODES:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if "grandchild" in MODES:
+        subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    sys.stderr.write("fake server ready\n")
+    sys.stderr.flush()
+    for line in sys.stdin:
+        line = line.strip()
+        if line:
+            handle(json.loads(line))
+    if "ignore-term" in MODES:
+        while True:
+            time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()

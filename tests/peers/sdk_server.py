@@ -1,0 +1,73 @@
+"""A real MCP server built with the official Python SDK (``mcp`` package), for tests and benchmarks.
+
+    python sdk_server.py stdio
+    python sdk_server.py streamable-http PORT [--json] [--stateless]
+    python sdk_server.py sse PORT
+"""
+import asyncio
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+
+mcp = MCPServer("raider-test-sdk", instructions="A test server built with the official SDK.")
+
+
+@mcp.tool()
+def echo(message: str) -> str:
+    """Echo the message back."""
+    return message
+
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@mcp.tool()
+async def slow(seconds: float, ctx: Context, steps: int = 4) -> str:
+    """Sleep for a while, reporting progress."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        await asyncio.sleep(seconds / steps)
+    return f"slept {seconds}"
+
+
+@mcp.tool()
+async def grow(ctx: Context) -> str:
+    """Add a tool named 'extra' and announce the changed tool list."""
+    def extra() -> str:
+        """A tool added at run time."""
+        return "extra!"
+    mcp.add_tool(extra, name="extra")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@mcp.tool()
+def fail(message: str) -> str:
+    """Raise an error."""
+    raise ValueError(message)
+
+
+@mcp.resource("test://hello", mime_type="text/plain")
+def hello() -> str:
+    """A greeting."""
+    return "hello from the sdk"
+
+
+@mcp.prompt()
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Please greet {name}."
+
+
+if __name__ == "__main__":
+    kind = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if kind == "stdio":
+        mcp.run("stdio")
+    elif kind == "sse":
+        mcp.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]),
+                json_response="--json" in sys.argv, stateless_http="--stateless" in sys.argv)
