@@ -21,7 +21,7 @@ import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from . import __version__
 from .config import ServerSpec, tool_name

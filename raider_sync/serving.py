@@ -1,0 +1,136 @@
+"""Serving a ToolServer as a real MCP server (the server side of the handshake era).
+
+    serve_stdio(tool_server)      # blocks until stdin ends
+
+Answers initialize (the client's revision when raider_sync knows it, else its own), ping,
+tools/list (paginated), tools/call, resources/list, resources/read, prompts/list and
+prompts/get, and sends notifications/tools/list_changed when the tools change after the
+client said initialized.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from .errors import McpError, UnknownTool
+from .jsonrpc import MethodNotFound, Session
+from .protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
+from .transports.stream import StreamTransport
+
+PAGE_SIZE = 100
+SERVE_WORKERS = 16
+
+
+class ServedSession:
+    """One client's conversation with a ToolServer over a transport."""
+
+    def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
+        self.tool_server = tool_server
+        self.page_size = page_size
+        self._initialized = threading.Event()
+        self._ended = threading.Event()
+        self.session = Session(transport, name=f"{tool_server.key}-served",
+                               handle_request=self._request,
+                               handle_notification=self._notification,
+                               on_close=lambda error: self._ended.set(),
+                               request_workers=SERVE_WORKERS)
+        self.transport = transport
+
+    def run(self) -> None:
+        """Serve until the client goes away. Blocks."""
+        self.tool_server.add_listener(self._tools_changed)
+        try:
+            self.session.open()
+            self._ended.wait()
+        finally:
+            self.tool_server.remove_listener(self._tools_changed)
+            self.session.close()
+            self.transport.close()
+
+    # -- requests ------------------------------------------------------------------------
+
+    def _request(self, method: str, params: dict) -> Any:
+        server = self.tool_server
+        if method == "initialize":
+            return self._initialize(params)
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return self._page(server.list_tools(), "tools", params)
+        if method == "tools/call":
+            try:
+                return server.call_tool_f(params.get("name", ""), params.get("arguments") or {}).result()
+            except UnknownTool as exc:
+                raise McpError(-32602, str(exc)) from None
+        if method == "resources/list" and server.has_resources:
+            return self._page(server.list_resources(), "resources", params)
+        if method == "resources/templates/list" and server.has_resources:
+            return {"resourceTemplates": []}
+        if method == "resources/read" and server.has_resources:
+            return {"contents": server.read_resource(params.get("uri", ""))}
+        if method == "prompts/list" and server.has_prompts:
+            return self._page(server.list_prompts(), "prompts", params)
+        if method == "prompts/get" and server.has_prompts:
+            return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
+        raise MethodNotFound(method)
+
+    def _initialize(self, params: dict) -> dict:
+        server = self.tool_server
+        asked = params.get("protocolVersion")
+        capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        if server.has_resources:
+            capabilities["resources"] = {"listChanged": False}
+        if server.has_prompts:
+            capabilities["prompts"] = {"listChanged": False}
+        result = {"protocolVersion": asked if asked in KNOWN_PROTOCOL_VERSIONS else CLIENT_PROTOCOL_VERSION,
+                  "capabilities": capabilities, "serverInfo": dict(server.server_info)}
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return result
+
+    def _page(self, items: list, field: str, params: dict) -> dict:
+        try:
+            start = int(params.get("cursor") or 0)
+        except ValueError:
+            raise McpError(-32602, "invalid cursor") from None
+        page: dict[str, Any] = {field: items[start:start + self.page_size]}
+        if start + self.page_size < len(items):
+            page["nextCursor"] = str(start + self.page_size)
+        return page
+
+    # -- notifications -------------------------------------------------------------------
+
+    def _notification(self, method: str, params: dict) -> None:
+        if method == "notifications/initialized":
+            self._initialized.set()
+
+    def _tools_changed(self, _server) -> None:
+        if self._initialized.is_set():
+            self.session.notify("notifications/tools/list_changed")
+
+
+def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    """Serve ``tool_server`` over stdin/stdout until stdin ends. Blocks.
+
+    Without explicit streams, the protocol is written to a private copy of file descriptor 1
+    and fd 1 itself is pointed at stderr while serving, so stray prints (of handlers or child
+    processes) land on stderr instead of corrupting the stream.
+    """
+    restore_fd = None
+    if stdout is None:
+        sys.stdout.flush()
+        protocol_fd = os.dup(1)
+        restore_fd = os.dup(1)
+        os.dup2(2, 1)
+        stdout = os.fdopen(protocol_fd, "wb")
+    if stdin is None:
+        stdin = sys.stdin.buffer
+    try:
+        ServedSession(tool_server, StreamTransport(stdin, stdout, name=tool_server.key)).run()
+    finally:
+        if restore_fd is not None:
+            stdout.close()
+            os.dup2(restore_fd, 1)
+            os.close(restore_fd)

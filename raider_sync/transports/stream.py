@@ -1,0 +1,74 @@
+"""A transport over two byte streams (a reader and a writer), one JSON message per line.
+
+Used to serve MCP over this process's own stdin/stdout; the stdio client transport owns a
+child process instead.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import BinaryIO
+
+from ..errors import ConnectionClosed
+from .base import Closed, Deliver, Transport
+
+log = logging.getLogger("raider_sync.transports.stream")
+
+
+class StreamTransport(Transport):
+    """Reads messages from ``reader`` on thread ``raider-<name>-reader``; writes to ``writer``
+    under a lock. ``close()`` closes the writer and joins the reader (which ends at EOF)."""
+
+    def __init__(self, reader: BinaryIO, writer: BinaryIO, *, name: str = "stream"):
+        self.reader = reader
+        self.writer = writer
+        self.name = name
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
+        self._thread = threading.Thread(target=self._read, args=(deliver, closed),
+                                        name=f"raider-{self.name}-reader", daemon=True)
+        self._thread.start()
+
+    def send(self, message: dict, *, deadline: float | None = None) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        try:
+            with self._lock:
+                if self._closed:
+                    raise ConnectionClosed(f"{self.name} is closed")
+                self.writer.write(data)
+                self.writer.flush()
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            raise ConnectionClosed(f"{self.name}: cannot write: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            try:
+                self.writer.flush()
+            except (OSError, ValueError):
+                pass
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5)
+
+    def _read(self, deliver: Deliver, closed: Closed) -> None:
+        try:
+            for line in self.reader:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    log.warning("%s: skipped a line that is not JSON: %.200r", self.name, line)
+                    continue
+                try:
+                    deliver(message)
+                except Exception:  # noqa: BLE001
+                    log.exception("%s: a message could not be handled", self.name)
+        except (OSError, ValueError):
+            pass
+        closed(ConnectionClosed(f"{self.name}: input ended"))
