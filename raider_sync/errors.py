@@ -6,6 +6,7 @@
      |    +-- UnsupportedProtocol             the server speaks no revision raider_sync knows
      +-- NotConnected                         the server is not (or no longer) connected
      +-- UnknownTool (also LookupError)       no tool of that name
+     +-- UnknownServer (also LookupError)     no configured server of that name
      +-- ConnectionClosed                     the transport ended; carries the stderr tail
      +-- TransportError                       an HTTP answer that is not MCP: status, body excerpt
      +-- RequestTimeout (also TimeoutError)   a request ran out of time (and was cancelled)
@@ -51,6 +52,13 @@ class NotConnected(RaiderError):
 
 class UnknownTool(RaiderError, LookupError):
     """No tool of that name is offered."""
+
+    def __str__(self) -> str:  # LookupError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownServer(RaiderError, LookupError):
+    """No configured server of that name; the message lists the available ones."""
 
     def __str__(self) -> str:  # LookupError would quote the message
         return str(self.args[0]) if self.args else ""
