@@ -42,19 +42,19 @@ class MethodNotFound(RaiderError):
 
 
 class _Pending:
-    __slots__ = ("future", "method", "deadline", "timeout", "timeout_message", "timeout_error",
-                 "cancellable", "on_progress")
+    __slots__ = ("future", "method", "timeout", "timeout_message", "timeout_error",
+                 "cancellable", "on_progress", "transform")
 
-    def __init__(self, future, method, deadline, timeout, timeout_message, timeout_error,
-                 cancellable, on_progress):
+    def __init__(self, future, method, timeout, timeout_message, timeout_error,
+                 cancellable, on_progress, transform):
         self.future = future
         self.method = method
-        self.deadline = deadline
         self.timeout = timeout
         self.timeout_message = timeout_message
         self.timeout_error = timeout_error
         self.cancellable = cancellable
         self.on_progress = on_progress
+        self.transform = transform
 
 
 class Session:
@@ -121,13 +121,15 @@ class Session:
                   on_progress: ProgressCallback | None = None,
                   timeout_message: str | None = None,
                   timeout_error: type[RequestTimeout] = RequestTimeout,
-                  cancellable: bool = True) -> Future:
+                  cancellable: bool = True,
+                  transform: Callable[[Any], Any] | None = None) -> Future:
         """Send a request; return a Future of its result. Never blocks on the answer.
 
-        The future fails with ``timeout_error`` once ``timeout`` seconds pass (after a
-        ``notifications/cancelled``, unless ``cancellable`` is false), with :class:`McpError`
-        for an error answer, and with the transport's error when the connection ends.
-        Cancelling the future sends ``notifications/cancelled`` too.
+        ``transform(result)``, when given, shapes the result before the future holds it (an
+        exception it raises is the future's). The future fails with ``timeout_error`` once
+        ``timeout`` seconds pass (after a ``notifications/cancelled``, unless ``cancellable``
+        is false), with :class:`McpError` for an error answer, and with the transport's error
+        when the connection ends. Cancelling the future sends ``notifications/cancelled`` too.
         """
         future: Future = Future()
         request_id = next(self._ids)
@@ -136,8 +138,8 @@ class Session:
         if on_progress is not None:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
         deadline = time.monotonic() + timeout
-        entry = _Pending(future, method, deadline, timeout, timeout_message, timeout_error,
-                         cancellable, on_progress)
+        entry = _Pending(future, method, timeout, timeout_message, timeout_error,
+                         cancellable, on_progress, transform)
         with self._lock:
             if self._closed_error is not None:
                 future.set_exception(self._closed_error)
@@ -244,6 +246,11 @@ class Session:
             entry = self._pending.pop(request_id, None)
         if entry is None:
             return  # late answer to a cancelled or timed-out request: ignored
+        if error is None and entry.transform is not None:
+            try:
+                result = entry.transform(result)
+            except Exception as exc:  # noqa: BLE001 - the future carries it
+                error = exc
         try:
             if error is not None:
                 entry.future.set_exception(error)

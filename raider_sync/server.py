@@ -327,11 +327,11 @@ class McpServer:
         if original is None:
             return failed(UnknownTool(f"MCP server {self.name!r} has no tool {name!r}"))
         seconds = timeout if timeout is not None else self.call_timeout
-        inner = session.request_f(
+        return session.request_f(
             "tools/call", {"name": original, "arguments": dict(arguments or {})},
             timeout=seconds, on_progress=on_progress, timeout_error=ToolTimeout,
-            timeout_message=f"MCP tool call timed out after {seconds:g} s")
-        return then(inner, self._shape_result)
+            timeout_message=f"MCP tool call timed out after {seconds:g} s",
+            transform=self._shape_result)
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
                   timeout: float | None = None,

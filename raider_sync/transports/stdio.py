@@ -11,6 +11,7 @@ import collections
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -21,6 +22,33 @@ from .base import Closed, Deliver, Transport
 STDERR_TAIL_LINES = 50
 _STDERR_DRAIN_SECONDS = 0.5
 _EXIT_CODE_WAIT_SECONDS = 0.2
+
+
+def wait_exit(proc: subprocess.Popen, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``proc`` to exit and reap it; True when it has.
+
+    Where Linux offers a pidfd the wait wakes at the exit itself; Popen.wait(timeout) polls
+    with sleeps of up to 50 ms, which adds up over many stops.
+    """
+    if proc.poll() is not None:
+        return True
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except OSError:
+            pidfd = None
+    if pidfd is not None:
+        try:
+            select.select([pidfd], [], [], max(0.0, seconds))
+        finally:
+            os.close(pidfd)
+        return proc.poll() is not None
+    try:
+        proc.wait(seconds)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
 
 
 class StdioTransport(Transport):
@@ -123,11 +151,8 @@ class StdioTransport(Transport):
 
     @staticmethod
     def _wait(proc: subprocess.Popen, seconds: float) -> bool:
-        try:
-            proc.wait(seconds)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
+        """Wait up to ``seconds`` for the process to exit; True when it has."""
+        return wait_exit(proc, seconds)
 
     @staticmethod
     def _signal_group(proc: subprocess.Popen, sig: int) -> None:
@@ -186,10 +211,8 @@ class StdioTransport(Transport):
         proc = self._proc
         code = None
         if proc is not None:
-            try:
-                code = proc.wait(_EXIT_CODE_WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
+            if wait_exit(proc, _EXIT_CODE_WAIT_SECONDS):
+                code = proc.returncode
         how = f"exited with code {code}" if code is not None else what
         last = self._tail[-1] if self._tail else ""
         return f"MCP server {self.name!r} {how}" + (f": {last}" if last else "")
