@@ -48,4 +48,4 @@ def table(title: str, rows: list[tuple[str, ...]]) -> None:
     print(f"\n== {title}")
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  " + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
+        print("  " + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)))

@@ -9,6 +9,7 @@ from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected,  # n
                      RaiderError, RequestTimeout, ToolTimeout, TransportError, UnknownTool,
                      UnsupportedProtocol)
 from .server import McpServer  # noqa: E402
+from .toolserver import ToolServer  # noqa: E402
 
 __all__ = [
     "ConfigError",
@@ -20,6 +21,7 @@ __all__ = [
     "RaiderError",
     "RequestTimeout",
     "ServerSpec",
+    "ToolServer",
     "ToolTimeout",
     "TransportError",
     "UnknownTool",

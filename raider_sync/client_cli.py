@@ -1,0 +1,229 @@
+"""The client's subcommands: servers, tools, call, prompt, read, serve, demo.
+
+Config comes from ``--config FILE``, else ``./.mcp.json``, else the embedded default (the demo
+server shipped in the package, started with the current Python). ``--json`` prints machine-
+readable output. Exit codes: 0 done, 1 a server failed or a tool answered with an error,
+2 bad usage or configuration.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import wait
+from typing import Any
+
+from .config import McpConfig
+from .errors import ConfigError, RaiderError
+from .server import McpServer
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+START_TIMEOUT_S = 60.0
+
+
+def default_config() -> McpConfig:
+    """The embedded default: the demo server, run with this Python."""
+    return McpConfig.from_dict({"mcpServers": {"demo": {
+        "command": sys.executable, "args": ["-m", "raider_sync.demo"]}}})
+
+
+def load_config(path: str | None) -> McpConfig:
+    if path:
+        return McpConfig.load(path)
+    if os.path.exists(".mcp.json"):
+        return McpConfig.load(".mcp.json")
+    return default_config()
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    def command(name: str, run, help_text: str) -> argparse.ArgumentParser:
+        parser = sub.add_parser(name, help=help_text, description=help_text)
+        parser.add_argument("--config", metavar="FILE",
+                            help="an .mcp.json (default ./.mcp.json, else the embedded demo server)")
+        parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+        parser.set_defaults(run=run)
+        return parser
+
+    command("servers", run_servers, "start every configured server and show its status")
+    parser = command("tools", run_tools, "list the tools of the configured servers")
+    parser.add_argument("server", nargs="?", help="only this server")
+    parser = command("call", run_call, "call a tool by its mcp__SERVER__TOOL name")
+    parser.add_argument("tool")
+    parser.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
+    parser.add_argument("--timeout", type=float, metavar="S", help="seconds the call may take")
+    parser = command("prompt", run_prompt, "render a prompt of a server")
+    parser.add_argument("server")
+    parser.add_argument("name")
+    parser.add_argument("--args", default="{}", metavar="JSON")
+    parser = command("read", run_read, "read a resource of a server")
+    parser.add_argument("server")
+    parser.add_argument("uri")
+    serve = sub.add_parser("serve", help="serve a ToolServer over stdio (default: the demo server)")
+    serve.add_argument("target", nargs="?", default="raider_sync.demo:build",
+                       help="MODULE:ATTR naming a ToolServer or a function returning one")
+    serve.set_defaults(run=run_serve)
+    command("demo", run_demo, "show the library on the embedded demo server")
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+class _Servers:
+    """The configured servers of one command, started in parallel, stopped on exit."""
+
+    def __init__(self, args, only: str | None = None):
+        config = load_config(args.config)
+        specs = [config.server(only)] if only else config.servers
+        self.servers = [McpServer(spec) for spec in specs]
+        self.warnings = config.warnings
+
+    def __enter__(self) -> list[McpServer]:
+        wait([server.start_f() for server in self.servers], timeout=START_TIMEOUT_S)
+        return self.servers
+
+    def __exit__(self, *exc) -> None:
+        wait([server.stop_f() for server in self.servers], timeout=START_TIMEOUT_S)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _table(rows: list[list[str]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _guard(run):
+    """Turn raider_sync's errors into a message on stderr and an exit code."""
+    def guarded(args) -> int:
+        try:
+            return run(args)
+        except ConfigError as exc:
+            print(f"raider-sync: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except (RaiderError, TimeoutError) as exc:
+            print(f"raider-sync: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    guarded.__name__ = run.__name__
+    return guarded
+
+
+def _json_arg(text: str, what: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{what}: not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{what}: expected a JSON object")
+    return value
+
+
+def _text_of(result: dict) -> str:
+    parts = []
+    for block in result.get("content") or []:
+        if block.get("type") == "text":
+            parts.append(block.get("text", ""))
+        else:
+            parts.append(f"[{block.get('type')} block]")
+    return "\n".join(parts)
+
+
+def _server_for_tool(servers: list[McpServer], tool: str) -> McpServer:
+    for server in servers:
+        if tool in server.tool_names:
+            return server
+    names = ", ".join(n for s in servers for n in s.tool_names) or "none"
+    raise ConfigError(f"no connected server offers the tool {tool!r} (tools: {names})")
+
+
+# -- commands --------------------------------------------------------------------------------
+
+@_guard
+def run_servers(args) -> int:
+    with _Servers(args) as servers:
+        rows = [{"name": s.name, "transport": s.transport, "status": s.status,
+                 "tools": len(s.tool_names), "reason": s.reason or ""} for s in servers]
+    if args.json:
+        _print_json(rows)
+    else:
+        _table([["NAME", "TRANSPORT", "STATUS", "TOOLS", "REASON"]] +
+               [[r["name"], r["transport"], r["status"], str(r["tools"]), r["reason"]] for r in rows])
+    return EXIT_OK if all(r["status"] == "connected" for r in rows) else EXIT_FAILED
+
+
+@_guard
+def run_tools(args) -> int:
+    with _Servers(args, args.server) as servers:
+        tools = [tool for server in servers for tool in server.list_tools()]
+        failed = [s for s in servers if s.status != "connected"]
+    if args.json:
+        _print_json(tools)
+    else:
+        _table([["TOOL", "DESCRIPTION"]] +
+               [[t["name"], (t.get("description") or "").strip().splitlines()[0][:70]
+                 if t.get("description") else ""] for t in tools])
+    for server in failed:
+        print(f"raider-sync: {server.name}: {server.status}: {server.reason}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+@_guard
+def run_call(args) -> int:
+    arguments = _json_arg(args.args, "--args")
+    with _Servers(args) as servers:
+        server = _server_for_tool(servers, args.tool)
+        result = server.call_tool(args.tool, arguments, timeout=args.timeout)
+    if args.json:
+        _print_json(result)
+    else:
+        print(_text_of(result))
+    return EXIT_FAILED if result.get("isError") else EXIT_OK
+
+
+@_guard
+def run_prompt(args) -> int:
+    arguments = _json_arg(args.args, "--args")
+    with _Servers(args, args.server) as (server,):
+        prompt = server.get_prompt(args.name, arguments)
+    if args.json:
+        _print_json(prompt)
+    else:
+        for message in prompt.get("messages", []):
+            content = message.get("content", {})
+            print(f"{message.get('role')}: {content.get('text', content)}")
+    return EXIT_OK
+
+
+@_guard
+def run_read(args) -> int:
+    with _Servers(args, args.server) as (server,):
+        contents = server.read_resource(args.uri)
+    if args.json:
+        _print_json(contents)
+    else:
+        for item in contents:
+            print(item["text"] if "text" in item else
+                  f"[binary {item.get('mimeType', '')}, {len(item.get('blob', '')) * 3 // 4} bytes]")
+    return EXIT_OK
+
+
+@_guard
+def run_serve(args) -> int:
+    import importlib
+    module_name, _, attr = args.target.partition(":")
+    try:
+        target = getattr(importlib.import_module(module_name), attr or "build")
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot load {args.target}: {exc}") from None
+    tool_server = target() if callable(target) else target
+    with tool_server:
+        tool_server.serve_stdio()
+    return EXIT_OK
+
+
+@_guard
+def run_demo(args) -> int:
+    from .demo_run import demo
+    return demo(args)

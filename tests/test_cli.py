@@ -1,0 +1,81 @@
+"""The command line, run as a user runs it: a subprocess, its output and exit code."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+RUN_TIMEOUT = 60
+
+
+def cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "raider_sync", *args], capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT, cwd=cwd)
+
+
+@pytest.fixture
+def empty_dir(tmp_path):
+    """A folder without .mcp.json, so the embedded default applies."""
+    return str(tmp_path)
+
+
+def test_servers_on_the_embedded_default(empty_dir):
+    done = cli("servers", "--json", cwd=empty_dir)
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert row["name"] == "demo" and row["status"] == "connected" and row["tools"] >= 4
+
+
+def test_tools_table_and_call(empty_dir):
+    done = cli("tools", cwd=empty_dir)
+    assert done.returncode == 0, done.stderr
+    assert "mcp__demo__add" in done.stdout
+    done = cli("call", "mcp__demo__add", "--args", '{"a": 2, "b": 3}', cwd=empty_dir)
+    assert done.returncode == 0 and done.stdout.strip() == "5"
+
+
+def test_call_with_bad_arguments_is_a_tool_error(empty_dir):
+    done = cli("call", "mcp__demo__add", "--args", '{"a": 2}', cwd=empty_dir)
+    assert done.returncode == 1
+    assert "b: Field required" in done.stdout
+
+
+def test_unknown_tool_and_bad_json_are_usage_errors(empty_dir):
+    done = cli("call", "mcp__demo__nope", cwd=empty_dir)
+    assert done.returncode == 2 and "mcp__demo__add" in done.stderr
+    done = cli("call", "mcp__demo__add", "--args", "{oops", cwd=empty_dir)
+    assert done.returncode == 2 and "--args" in done.stderr
+
+
+def test_config_file_and_failing_server(tmp_path):
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "demo": {"command": sys.executable, "args": ["-m", "raider_sync.demo"]},
+        "broken": {"command": "/nonexistent/raider-server"}}}))
+    done = cli("servers", "--config", str(config), "--json")
+    assert done.returncode == 1
+    rows = {row["name"]: row for row in json.loads(done.stdout)}
+    assert rows["demo"]["status"] == "connected"
+    assert rows["broken"]["status"] == "failed" and "not found" in rows["broken"]["reason"]
+
+
+def test_bad_config_names_the_field(tmp_path):
+    config = tmp_path / ".mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"x": {"command": "a", "args": "not-a-list"}}}))
+    done = cli("servers", cwd=str(tmp_path))
+    assert done.returncode == 2
+    assert "mcpServers.x.args" in done.stderr
+
+
+def test_read_and_prompt(empty_dir):
+    done = cli("read", "demo", "demo://guide.md", cwd=empty_dir)
+    assert done.returncode == 0 and "raider_sync demo" in done.stdout
+    done = cli("prompt", "demo", "review", "--args", '{"topic": "locks"}', cwd=empty_dir)
+    assert done.returncode == 0 and "Please review locks" in done.stdout
+
+
+def test_demo_runs(empty_dir):
+    done = cli("demo", cwd=empty_dir)
+    assert done.returncode == 0, done.stderr
+    assert "demo: connected" in done.stdout and "hello from raider_sync" in done.stdout
