@@ -1,6 +1,5 @@
 """The command line, run as a user runs it: a subprocess, its output and exit code."""
 import json
-import os
 import subprocess
 import sys
 
