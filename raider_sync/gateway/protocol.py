@@ -1,0 +1,266 @@
+"""The MCP gateway's wire: relayed headers, upstream URLs and the server listing.
+
+The gateway relays MCP's Streamable HTTP transport to the MCP servers a customer key was
+assigned: ``POST``, ``GET`` and ``DELETE`` on ``/mcp/<name>``, and a listing of a key's servers
+on ``/v1/mcp/servers``. It does not read MCP -- no JSON-RPC, no tool list, no session state.
+What it has to know of the wire is small and is all here, as plain functions that never block
+and never raise for bad input (they answer ``None``/``False`` or a problem text instead):
+which transports a server entry may name, which request headers travel upstream, how a sub-path
+becomes an upstream URL, and what a listing entry looks like::
+
+    {"object": "list", "data": [
+      {"name": "bookrag", "transport": "streamable-http",
+       "url": "https://llm.example.com/mcp/bookrag", "description": "..."},
+      {"name": "files", "transport": "stdio", "command": "mcp-files",
+       "args": ["--root", "/srv/data"], "env": {}, "description": "..."}]}
+
+Every rule is an allowlist, not a filter: a header or a path form nobody named here does not
+pass. Percent-encoded dots, slashes and backslashes (``%2e``, ``%2f``, ``%5c``, any case) are
+refused in a sub-path, never decoded and re-checked: the relay refuses them in the raw request
+path, and :func:`upstream_url` refuses a decoded sub-path that still carries them (double
+encoding), so no upstream that decodes once more can be walked out of its configured path.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping, Optional, Union
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+_TRANSPORTS = ("stdio", "streamable-http")
+_DEFAULT_TRANSPORT = "streamable-http"
+_RELAYED = frozenset({"streamable-http"})
+_LISTING_PATH = "/v1/mcp/servers"
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_NAME_MAX = 64
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an HTTP field name (RFC 9110 token)
+_ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
+# RFC 3986 pchar minus the percent sign: everything else in a segment is percent-encoded
+_SEGMENT_SAFE = "!$&'()*+,;=:@-._~"
+
+_RESPONSE_HEADERS = frozenset({"content-type", "cache-control", "retry-after"})
+_REQUEST_HEADERS = frozenset({"content-type", "accept", "last-event-id"})
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+# hop-by-hop (RFC 9110 7.6.1) and the headers that frame the message on one connection
+_CONNECTION_HEADERS = frozenset({
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "trailers",
+    "transfer-encoding", "upgrade", "host", "content-length", "expect",
+})
+
+Headers = Union[Mapping[str, Any], Iterable[tuple[str, Any]]]
+Query = Union[str, bytes, Mapping[str, Any], Iterable[tuple[str, Any]], None]
+
+
+def _is_mcp_header(lowered: str) -> bool:
+    return lowered.startswith("mcp-") and len(lowered) > 4
+
+
+def response_header_allowed(name: Any) -> bool:
+    """Whether a response header of the MCP server is relayed to the client: Content-Type,
+    Cache-Control, Retry-After and every ``Mcp-*`` header, in any casing. A header the server
+    adds tomorrow does not reach the client until it is named here."""
+    if not isinstance(name, str):
+        return False
+    lowered = name.lower()
+    return lowered in _RESPONSE_HEADERS or (_is_mcp_header(lowered) and bool(_TOKEN.match(name)))
+
+
+def transports() -> tuple[str, ...]:
+    """The transports a server entry may name, sorted: ``('stdio', 'streamable-http')``."""
+    return _TRANSPORTS
+
+
+def default_transport() -> str:
+    """The transport of an entry that names none: ``streamable-http``."""
+    return _DEFAULT_TRANSPORT
+
+
+def is_transport(name: Any) -> bool:
+    """Whether a server entry may name this transport."""
+    return isinstance(name, str) and name in _TRANSPORTS
+
+
+def is_relayed(transport: Any) -> bool:
+    """Whether the gateway relays a server of this transport: true for streamable-http. A stdio
+    server runs on the customer's machine; its entry is a hint in the listing and nothing else."""
+    return isinstance(transport, str) and transport in _RELAYED
+
+
+def listing_path() -> str:
+    """The client path of the listing: ``/v1/mcp/servers``."""
+    return _LISTING_PATH
+
+
+def endpoint(name: str) -> str:
+    """The client path of a server (``/mcp/bookrag``), which is also the endpoint its usage
+    events carry -- whatever sub-path a request named."""
+    return f"/mcp/{name}"
+
+
+def name_problem(name: Any) -> Optional[str]:
+    """What is wrong with a server name, or ``None`` when it is fine. A name is one segment of a
+    URL path and a part of a usage event's endpoint: it starts with a letter or digit and holds
+    only letters, digits, ``.``, ``_`` and ``-``, at most 64 characters (ASCII only)."""
+    if not isinstance(name, str) or not name:
+        return "a server name must be a non-empty string"
+    if len(name) > _NAME_MAX:
+        return f"a server name is at most {_NAME_MAX} characters (this one has {len(name)})"
+    if not (name[0].isascii() and name[0].isalnum()):
+        return "a server name starts with a letter or a digit"
+    if not _NAME.match(name):
+        return "a server name holds only letters, digits, '.', '_' and '-'"
+    return None
+
+
+def url_problem(url: Any) -> Optional[str]:
+    """What is wrong with a configured URL (a server's ``url`` or the ``public_url``), or
+    ``None``: it has to be an absolute http or https URL with a host, and it may not carry
+    credentials (``user:password@``), which would be a secret in the config. The message never
+    repeats the URL."""
+    if not isinstance(url, str) or not url:
+        return "a URL must be a non-empty string"
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+        return "a URL may not contain whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port that is not a number in range
+    except ValueError:
+        return "the URL cannot be parsed (check the host and the port)"
+    del port
+    if parts.scheme.lower() not in ("http", "https"):
+        return "the URL has to be an absolute http:// or https:// URL"
+    if "@" in parts.netloc:
+        return "the URL may not carry credentials (user:password@); configure a credential instead"
+    if not parts.hostname:
+        return "the URL has no host"
+    return None
+
+
+def config_header_problem(name: Any) -> Optional[str]:
+    """Why a header may not be among a server's static headers, or ``None`` when it may.
+    Refused are the credential headers (Authorization, Proxy-Authorization, X-Api-Key, Cookie:
+    the server's credential has its own setting), the headers :func:`request_headers` passes on
+    from the client, and the ones that belong to the connection."""
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        return "a header name must be a non-empty HTTP token (letters, digits, '-', ...)"
+    lowered = name.lower()
+    if lowered in _CREDENTIAL_HEADERS:
+        return f"{name} is a credential header: configure it as the server's credential"
+    if lowered in _REQUEST_HEADERS or _is_mcp_header(lowered):
+        return f"{name} is passed on from the client; it cannot be fixed in the config"
+    if lowered in _CONNECTION_HEADERS:
+        return f"{name} belongs to the connection; the relay sets it"
+    return None
+
+
+def _header_items(headers: Headers) -> Iterable[tuple[Any, Any]]:
+    if headers is None:
+        return ()
+    items = getattr(headers, "items", None)
+    return items() if callable(items) else headers
+
+
+def request_headers(headers: Headers) -> dict[str, str]:
+    """The client's headers that go upstream, by the name the client used: Content-Type,
+    Accept, Last-Event-ID and every header whose name starts with ``Mcp-`` (Mcp-Session-Id,
+    Mcp-Protocol-Version, whatever the protocol adds there). ``headers`` is a mapping or a
+    sequence of ``(name, value)`` pairs. An allowlist: the client's Authorization, X-Api-Key,
+    cookies, forwarding and connection headers are not on it. A value with a line break or a
+    NUL is dropped rather than relayed."""
+    out: dict[str, str] = {}
+    for name, value in _header_items(headers):
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            continue
+        lowered = name.lower()
+        if not (lowered in _REQUEST_HEADERS or _is_mcp_header(lowered)):
+            continue
+        if isinstance(value, bytes):
+            value = value.decode("latin-1")
+        if not isinstance(value, str) or any(ch in value for ch in "\r\n\0"):
+            continue
+        out[name] = value
+    return out
+
+
+def _query_pairs(query: Query) -> list[tuple[str, str]]:
+    if query is None:
+        return []
+    if isinstance(query, bytes):
+        query = query.decode("latin-1")
+    if isinstance(query, str):
+        return parse_qsl(query, keep_blank_values=True)
+    pairs = []
+    for key, value in _header_items(query):
+        values = value if isinstance(value, (list, tuple)) else [value]
+        pairs.extend((str(key), "" if v is None else str(v)) for v in values)
+    return pairs
+
+
+def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> Optional[str]:
+    """The URL a request is relayed to: the server's configured ``url`` with the sub-path the
+    client named after ``/mcp/<name>/`` appended to its path segment by segment, and the
+    client's query parameters appended to its query.
+
+    ``rest`` is the decoded sub-path, or ``None``/``""`` for none; ``query`` is the client's
+    query string (or a mapping / pairs). Returns ``None`` -- a refusal, never a normalisation --
+    for a sub-path with a ``.`` or ``..`` segment, an empty segment (``//``, a leading or
+    trailing ``/``), a backslash, or a percent-encoded dot, slash or backslash left in it: a
+    customer key must not climb out of the path the operator configured, whatever the
+    upstream's own idea of path normalisation is. Also ``None`` for a ``url`` that
+    :func:`url_problem` refuses."""
+    if url_problem(url) is not None:
+        return None
+    base = urlsplit(url)
+    path = base.path
+    if rest:
+        if not isinstance(rest, str) or "\\" in rest or _ENCODED_SEPARATOR.search(rest):
+            return None
+        segments = rest.split("/")
+        if any(seg in ("", ".", "..") for seg in segments):
+            return None
+        encoded = "/".join(quote(seg, safe=_SEGMENT_SAFE) for seg in segments)
+        path = path.rstrip("/") + "/" + encoded
+    pairs = _query_pairs(query)
+    merged = base.query
+    if pairs:
+        extra = urlencode(pairs, quote_via=quote)
+        merged = f"{merged}&{extra}" if merged else extra
+    return urlunsplit((base.scheme, base.netloc, path, merged, ""))
+
+
+def _field(server: Any, key: str, default: Any = None) -> Any:
+    if isinstance(server, Mapping):
+        value = server.get(key, default)
+    else:
+        value = getattr(server, key, default)
+    return default if value is None else value
+
+
+def listing_entry(server: Any, base: str) -> dict[str, Any]:
+    """What the listing says about one configured server (a mapping with the config's keys, or
+    the config model): ``name``, ``transport`` and ``description`` always; for a relayed server
+    its public ``url``, ``{base}/mcp/{name}``; for a stdio one ``command``, ``args`` and
+    ``env``. Never the upstream URL, the key reference, a variable name or the static
+    headers."""
+    name = _field(server, "name")
+    transport = _field(server, "transport", _DEFAULT_TRANSPORT)
+    entry: dict[str, Any] = {"name": name, "transport": transport,
+                             "description": _field(server, "description")}
+    if is_relayed(transport):
+        entry["url"] = str(base).rstrip("/") + endpoint(name)
+    else:
+        entry["command"] = _field(server, "command")
+        entry["args"] = list(_field(server, "args", []))
+        entry["env"] = dict(_field(server, "env", {}))
+    return entry
+
+
+def is_event_stream(content_type: Any) -> bool:
+    """Whether an answer is a Server-Sent Events stream, by its media type
+    (``text/event-stream``, parameters and case ignored). Such an answer has no end the gateway
+    could check without reading MCP, so however it ends is how it ends."""
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    if not isinstance(content_type, str):
+        return False
+    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
