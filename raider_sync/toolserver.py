@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 from pydantic import BaseModel, ValidationError, create_model
 
 from .config import normalize_name
-from .errors import McpError, ToolTimeout, UnknownTool
+from .errors import McpError, NotConnected, ToolTimeout, UnknownTool
 from .futures import failed, resolved, then
 
 log = logging.getLogger("raider_sync.toolserver")
@@ -232,6 +232,8 @@ class ToolServer:
                     timeout: float | None = None, on_progress=None) -> Future:
         """A future of the tool's result dict. Fails only with UnknownTool (or NotConnected
         after close); bad arguments and handler exceptions are ``isError`` results."""
+        if self._closed:
+            return failed(NotConnected(f"tool server {self.name!r} is closed"))
         tool = self._tools.get(name)
         if tool is None:
             return failed(UnknownTool(f"tool server {self.name!r} has no tool {name!r}"))
@@ -287,13 +289,15 @@ class ToolServer:
                 outer.set_result(value)
 
         with self._lock:
-            if self._pool is None:
+            if self._pool is None and not self._closed:  # never a new pool after close()
                 self._pool = ThreadPoolExecutor(self._max_workers, name)
             pool = self._pool
         try:
+            if pool is None:
+                raise RuntimeError("closed")
             pool.submit(run)
         except RuntimeError:
-            outer.set_result(error_result(f"tool server {self.name!r} is closed"))
+            return failed(NotConnected(f"tool server {self.name!r} is closed"))
         return outer
 
     # -- resources and prompts -----------------------------------------------------------

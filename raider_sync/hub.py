@@ -1,0 +1,311 @@
+"""McpHub: every configured MCP server, started together, called by tool name.
+
+    hub = McpHub(McpConfig.load(".mcp.json"), kill_grace=2)
+    hub.start_f().result()               # all in parallel; never raises
+    hub.tools()                          # mcp__KEY__TOOL of the connected servers + mounted ones
+    hub.call_tool("mcp__files__read", {"path": "a.txt"})
+    hub.reload(McpConfig.load(".mcp.json"))   # keeps clients whose fingerprint is unchanged
+    hub.stop()
+
+One :class:`McpServer` per configured entry. A slow or failing server delays or fails no other:
+each starts on its own thread, and :meth:`start_f` only gathers their futures. Local tool
+servers (a :class:`ToolServer`: shell tools, the resource tools) are mounted beside them and
+answer under their own plain names.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import McpConfig, ServerSpec
+from .errors import UnknownServer, UnknownTool
+from .futures import failed, resolved, then
+from .server import McpServer
+
+log = logging.getLogger("raider_sync.hub")
+
+#: how long, beyond a server's own kill_grace steps, a stop may take before it is given up on
+_STOP_MARGIN_S = 15.0
+_DEFAULT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class ReloadResult:
+    """What :meth:`McpHub.reload` changed, by server name. A changed server (or a failed one
+    that is retried) is in both ``stopped`` and ``started``."""
+    kept: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.started or self.stopped)
+
+
+class McpHub:
+    """The clients of every server of ``config`` (an :class:`McpConfig`, or its dict form),
+    plus mounted tool servers.
+
+    ``server_options`` go to every :class:`McpServer` (``startup_timeout_ms``, ``kill_grace``,
+    ``on_status``, ``base_env``, ``max_output_tokens``, ...). Thread-safe: tools may be called
+    from any number of threads, also while :meth:`reload` runs. Threads it starts (one per
+    server while stopping) are joined before the method returns.
+    """
+
+    def __init__(self, config: McpConfig | dict, **server_options: Any):
+        if isinstance(config, dict):
+            config = McpConfig.from_dict(config)
+        if not isinstance(config, McpConfig):
+            raise TypeError(f"config must be an McpConfig, not {type(config).__name__}")
+        self.config = config
+        self.server_options = dict(server_options)
+        self._lock = threading.RLock()
+        self._reload_lock = threading.Lock()
+        self._clients: dict[str, McpServer] = {
+            spec.name: self._new_client(spec) for spec in config.servers}
+        self._mounted: list[Any] = []
+        self._started = False
+
+    def __repr__(self) -> str:
+        return f"<McpHub {[(c.name, c.status) for c in self.clients]!r}>"
+
+    def __enter__(self) -> "McpHub":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _new_client(self, spec: ServerSpec) -> McpServer:
+        return McpServer(spec, **self.server_options)
+
+    # -- the servers ---------------------------------------------------------------------
+
+    @property
+    def clients(self) -> list[McpServer]:
+        """The configured servers' clients, in the order of the configuration."""
+        with self._lock:
+            return list(self._clients.values())
+
+    @property
+    def mounted(self) -> list[Any]:
+        """The mounted tool servers, in the order they were mounted."""
+        with self._lock:
+            return list(self._mounted)
+
+    def client(self, name: str) -> McpServer:
+        """The client of the server named ``name`` (as configured, or by its key). Raises
+        UnknownServer, whose message lists the configured servers."""
+        clients = self.clients
+        for client in clients:
+            if client.name == name:
+                return client
+        for client in clients:
+            if client.key == name:
+                return client
+        raise UnknownServer(f'Server "{name}" not found. Available servers: '
+                            f'{", ".join(c.name for c in clients)}')
+
+    def statuses(self) -> dict[str, str]:
+        """``{name: status}`` of every configured server."""
+        return {client.name: client.status for client in self.clients}
+
+    def mount(self, tool_server: Any) -> Any:
+        """Offer the tools of ``tool_server`` (a :class:`ToolServer`, or anything with its
+        face) beside the servers' tools; returns it. Mounting hands it over: :meth:`stop`
+        stops it too. Mounting the same object twice mounts it once."""
+        with self._lock:
+            if not any(m is tool_server for m in self._mounted):
+                self._mounted.append(tool_server)
+        return tool_server
+
+    def unmount(self, tool_server: Any) -> None:
+        """Take a mounted tool server away again (it is not stopped)."""
+        with self._lock:
+            self._mounted = [m for m in self._mounted if m is not tool_server]
+
+    # -- start ---------------------------------------------------------------------------
+
+    def start_f(self) -> Future:
+        """Start every server, all in parallel; a future that resolves to this hub once every
+        one is connected or failed (look at their ``status``/``reason``). Never fails.
+        Servers already started are not started again; servers a later :meth:`reload` adds
+        start at once."""
+        with self._lock:
+            self._started = True
+            clients = list(self._clients.values())
+        return then(_all_done([client.start_f() for client in clients]), lambda _: self)
+
+    def start(self, timeout: float | None = None) -> "McpHub":
+        """Blocking :meth:`start_f`. ``timeout`` (s) defaults to the longest startup timeout
+        plus the stop grace of a failed start; a start still running then raises
+        TimeoutError (the servers keep starting)."""
+        if timeout is None:
+            timeout = max([c.startup_timeout_ms / 1000 + 2 * c.kill_grace + 5
+                           for c in self.clients] or [0.0]) + 5
+        return self.start_f().result(timeout)
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def tools_f(self) -> Future:
+        """A future of every tool: the prefixed tools of the connected servers, then those of
+        the mounted tool servers."""
+        sources = [c for c in self.clients if c.status == "connected"] + self.mounted
+        futures = [_guarded(source.list_tools_f) for source in sources]
+
+        def collect(_: Any) -> list[dict]:
+            tools: list[dict] = []
+            for source, future in zip(sources, futures, strict=True):
+                try:
+                    tools.extend(future.result(0))
+                except Exception as exc:  # noqa: BLE001 - a failing list lists nothing
+                    log.warning("listing the tools of %s failed: %s", source.name, exc)
+            return tools
+
+        return then(_all_done(futures), collect)
+
+    def tools(self, timeout: float | None = None) -> list[dict]:
+        """Blocking :meth:`tools_f`; ``timeout`` (s, default 60) bounds the wait for a server
+        that is re-listing its tools."""
+        return self.tools_f().result(timeout or _DEFAULT_TIMEOUT_S)
+
+    @property
+    def tool_names(self) -> list[str]:
+        names: list[str] = []
+        for source in [c for c in self.clients if c.status == "connected"] + self.mounted:
+            names.extend(source.tool_names)
+        return names
+
+    def route(self, name: str) -> Any:
+        """The server (client or mounted tool server) that offers tool ``name``.
+
+        A prefixed name of a configured server that does not offer it (not connected, or no
+        such tool) goes to that server, whose call then fails with NotConnected or
+        UnknownTool. Raises UnknownTool for a name nobody could offer."""
+        clients = self.clients
+        for client in clients:
+            if client.status == "connected" and client.original_name(name) is not None:
+                return client
+        for tool_server in self.mounted:
+            if tool_server.original_name(name) is not None:
+                return tool_server
+        owners = [c for c in clients if name.startswith(f"mcp__{c.key}__")]
+        if owners:
+            return max(owners, key=lambda c: len(c.key))
+        raise UnknownTool(f"no server offers a tool named {name!r}")
+
+    def call_tool_f(self, name: str, arguments: dict | None = None, *,
+                    timeout: float | None = None, on_progress=None) -> Future:
+        """Call tool ``name`` on the server that offers it; a future of the result dict.
+        Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`).
+        ``timeout`` (s) defaults to that server's call timeout."""
+        try:
+            target = self.route(name)
+        except UnknownTool as exc:
+            return failed(exc)
+        return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress)
+
+    def call_tool(self, name: str, arguments: dict | None = None, *,
+                  timeout: float | None = None, on_progress=None) -> dict:
+        """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
+        after ``timeout`` s)."""
+        return self.route(name).call_tool(name, arguments, timeout=timeout,
+                                          on_progress=on_progress)
+
+    # -- reload and stop -----------------------------------------------------------------
+
+    def reload(self, config: McpConfig | dict) -> ReloadResult:
+        """Take the servers of ``config``: a client whose ``fingerprint`` is unchanged is
+        kept (a failed or stopped one is retried); removed and changed ones are stopped (in
+        parallel, blocking until they are); new and changed ones are started if the hub has
+        been started (see :meth:`start_f` to wait for them). Returns what changed."""
+        if isinstance(config, dict):
+            config = McpConfig.from_dict(config)
+        with self._reload_lock:
+            with self._lock:
+                old = dict(self._clients)
+            clients: dict[str, McpServer] = {}
+            kept, started, retired = [], [], []
+            for spec in config.servers:
+                existing = old.get(spec.name)
+                candidate = self._new_client(spec)
+                if (existing is not None and existing.fingerprint == candidate.fingerprint
+                        and existing.status not in ("failed", "stopped")):
+                    clients[spec.name] = existing
+                    kept.append(spec.name)
+                    continue
+                clients[spec.name] = candidate
+                started.append(spec.name)
+                if existing is not None:
+                    retired.append(existing)
+            retired += [client for name, client in old.items() if name not in clients]
+            with self._lock:
+                self._clients = clients
+                self.config = config
+                start = self._started
+            _stop_all(retired)
+            if start:
+                for name in started:
+                    clients[name].start_f()
+        return ReloadResult(kept, started, [client.name for client in retired])
+
+    def stop(self) -> None:
+        """Stop every server and mounted tool server, all in parallel; returns when they are
+        stopped (each within its own ``kill_grace`` steps). Safe to repeat."""
+        with self._lock:
+            self._started = False
+            everything = list(self._clients.values()) + list(self._mounted)
+        _stop_all(everything)
+
+
+def _stop_all(servers: list[Any]) -> None:
+    """Stop ``servers`` on one thread each and join them all."""
+    threads = []
+    for server in servers:
+        thread = threading.Thread(target=_stop_one, args=(server,),
+                                  name=f"raider-{getattr(server, 'key', 'server')}-stop",
+                                  daemon=True)
+        thread.start()
+        threads.append((server, thread))
+    for server, thread in threads:
+        thread.join(2 * getattr(server, "kill_grace", 0) + _STOP_MARGIN_S
+                    + getattr(server, "startup_timeout_ms", 0) / 1000)
+        if thread.is_alive():
+            log.warning("stopping %s is taking long; left to finish", server.name)
+
+
+def _stop_one(server: Any) -> None:
+    try:
+        server.stop()
+    except Exception:  # noqa: BLE001 - one failing stop must not keep the others running
+        log.exception("stopping %s failed", getattr(server, "name", server))
+
+
+def _guarded(start: Any) -> Future:
+    try:
+        return start()
+    except Exception as exc:  # noqa: BLE001
+        return failed(exc)
+
+
+def _all_done(futures: list[Future]) -> Future:
+    """A future that resolves (to None) once every one of ``futures`` is done."""
+    if not futures:
+        return resolved(None)
+    outcome: Future = Future()
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def one_done(_: Future) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            outcome.set_result(None)
+
+    for future in futures:
+        future.add_done_callback(one_done)
+    return outcome
