@@ -111,12 +111,14 @@ class ServedSession:
             self.session.notify("notifications/tools/list_changed")
 
 
-def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None,
+                page_size: int = PAGE_SIZE) -> None:
     """Serve ``tool_server`` over stdin/stdout until stdin ends. Blocks.
 
     Without explicit streams, the protocol is written to a private copy of file descriptor 1
     and fd 1 itself is pointed at stderr while serving, so stray prints (of handlers or child
-    processes) land on stderr instead of corrupting the stream.
+    processes) land on stderr instead of corrupting the stream. ``page_size`` is how many
+    tools (resources, prompts) one page of a list answer holds.
     """
     restore_fd = None
     if stdout is None:
@@ -128,7 +130,8 @@ def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO 
     if stdin is None:
         stdin = sys.stdin.buffer
     try:
-        ServedSession(tool_server, StreamTransport(stdin, stdout, name=tool_server.key)).run()
+        ServedSession(tool_server, StreamTransport(stdin, stdout, name=tool_server.key),
+                      page_size=page_size).run()
     finally:
         if restore_fd is not None:
             stdout.close()
