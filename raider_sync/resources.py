@@ -405,7 +405,7 @@ def _tool_answer(future: Future, render: Callable[[Any], str], context: str = ""
         except RaiderError as exc:
             answer.set_result((f"{context}{exc}", True))
         except Exception as exc:  # noqa: BLE001
-            answer.set_result((f"{context or 'Error: '}{exc or type(exc).__name__}", True))
+            answer.set_result((f"{context or 'Error: '}{str(exc) or type(exc).__name__}", True))
 
     future.add_done_callback(done)
     return answer
