@@ -24,13 +24,15 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
 from . import __version__
+from .capabilities import ClientCapabilities, Handler, Roots
 from .config import ServerSpec, tool_name
 from .content import default_max_output_tokens, limit_content, strip_private_meta
 from .errors import (ConnectionClosed, McpError, NotConnected, RequestTimeout, ToolTimeout,
-                     UnknownTool, UnsupportedProtocol)
+                     TransportError, UnknownTool, UnsupportedProtocol)
 from .futures import failed, resolved, run_in_thread, then
-from .jsonrpc import MethodNotFound, ProgressCallback, Session
-from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, check_initialize_result,
+from .jsonrpc import ProgressCallback, Session
+from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
+                       STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error)
 from .transports import open_transport
 
@@ -56,12 +58,14 @@ def _env_ms(name: str, default: float) -> float:
 
 
 class McpServer:
-    """The client of one configured MCP server (stdio, or HTTP once that transport is given).
+    """The client of one configured MCP server: stdio, Streamable HTTP or legacy HTTP+SSE.
 
     Options as the seed names them: ``startup_timeout_ms`` (default MCP_TIMEOUT, else 30000),
     ``base_env`` (default a copy of os.environ), ``kill_grace`` (seconds, default 2),
     ``on_status(server)``, ``max_output_tokens`` (default MAX_MCP_OUTPUT_TOKENS, else 25000),
-    ``on_tools_changed(server)``. Thread-safe: any number of threads may call one server.
+    ``on_tools_changed(server)``; answers to server requests (see :mod:`raider_sync.capabilities`):
+    ``roots`` (file:// URIs or a callable), ``on_sampling(params)``, ``on_elicitation(params)``.
+    Thread-safe: any number of threads may call one server.
     """
 
     client_protocol_version = CLIENT_PROTOCOL_VERSION
@@ -72,7 +76,8 @@ class McpServer:
                  on_status: Callable[["McpServer"], None] | None = None,
                  max_output_tokens: int | None = None,
                  on_tools_changed: Callable[["McpServer"], None] | None = None,
-                 client_info: dict | None = None):
+                 client_info: dict | None = None, roots: Roots | None = None,
+                 on_sampling: Handler | None = None, on_elicitation: Handler | None = None):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -85,6 +90,8 @@ class McpServer:
         self.max_output_tokens = max_output_tokens or default_max_output_tokens()
         self.on_tools_changed = on_tools_changed
         self.client_info = client_info or {"name": "raider_sync", "version": __version__}
+        self.client_handlers = ClientCapabilities(roots=roots, on_sampling=on_sampling,
+                                                  on_elicitation=on_elicitation)
         self.log = logging.getLogger(f"raider_sync.server.{spec.key}")
 
         self._lock = threading.RLock()
@@ -225,20 +232,11 @@ class McpServer:
                 if self._status == "stopped":
                     raise NotConnected("stopped while starting")
                 self._transport, self._session = transport, session
+            if hasattr(transport, "renew_session"):  # HTTP: the server may forget the session
+                transport.renew_session = self._renew_session
             deadline = _Deadline(timeout)
             session.open(timeout=deadline.left())
-            try:
-                result = session.request(
-                    "initialize", initialize_params(self._client_capabilities(), self.client_info),
-                    timeout=deadline.left(), cancellable=False,
-                    timeout_message=self._startup_timeout_message())
-            except McpError as exc:
-                raise translate_initialize_error(exc) from None
-            self.protocol_version = check_initialize_result(result)
-            self.capabilities = dict(result.get("capabilities") or {})
-            self.server_info = dict(result.get("serverInfo") or {})
-            self.instructions = result.get("instructions")
-            session.notify("notifications/initialized")
+            self._handshake(session, deadline)
             self._set_tools(self._fetch_all("tools/list", "tools", deadline.left(),
                                             self._startup_timeout_message()))
             self._set_status("connected", only_from="starting")
@@ -249,6 +247,39 @@ class McpServer:
                 self._set_status("failed", reason)
         finally:
             self._start_future.set_result(self)  # type: ignore[union-attr]
+
+    def _handshake(self, session: Session, deadline: "_Deadline") -> None:
+        """initialize, then notifications/initialized; raises what refuses the server."""
+        try:
+            result = session.request(
+                "initialize", initialize_params(self._client_capabilities(), self.client_info),
+                timeout=deadline.left(), cancellable=False,
+                timeout_message=self._startup_timeout_message())
+        except McpError as exc:
+            raise translate_initialize_error(exc) from None
+        except TransportError as exc:  # the stateless revision's refusal over HTTP
+            if exc.status_code == 400 and STATELESS_PROTOCOL_VERSION in f"{exc} {exc.body}":
+                raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON) from None
+            raise
+        self.protocol_version = check_initialize_result(result)
+        self.capabilities = dict(result.get("capabilities") or {})
+        self.server_info = dict(result.get("serverInfo") or {})
+        self.instructions = result.get("instructions")
+        negotiated = getattr(session.transport, "negotiated", None)
+        if negotiated is not None:  # HTTP: MCP-Protocol-Version from now on, the GET stream
+            negotiated(self.protocol_version, deadline.left())
+        session.notify("notifications/initialized")
+
+    def _renew_session(self, timeout: float) -> None:
+        """A new session in place of one the server forgot (HTTP 404); called by the transport
+        on the thread of the request that found it gone. The tools are listed again."""
+        session = self._session
+        if session is None or self._status != "connected":
+            raise self._not_connected()
+        self._handshake(session, _Deadline(timeout))
+        with self._lock:
+            self._lists.clear()
+        self._tools_changed()
 
     def _startup_timeout_message(self) -> str:
         return f"startup timed out after {self.startup_timeout_ms / 1000:g} s (MCP_TIMEOUT)"
@@ -266,7 +297,7 @@ class McpServer:
         return message or type(exc).__name__
 
     def _client_capabilities(self) -> dict:
-        return {}
+        return self.client_handlers.declared()
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -471,7 +502,7 @@ class McpServer:
     def _handle_request(self, method: str, params: dict) -> Any:
         if method == "ping":
             return {}
-        raise MethodNotFound(method)
+        return self.client_handlers.handle(method, params)
 
     def _handle_notification(self, method: str, params: dict) -> None:
         if method == "notifications/tools/list_changed":

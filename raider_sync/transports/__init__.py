@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from ..errors import RaiderError
 from .base import Transport
+from .http import StreamableHttpTransport
+from .sse import LegacySseTransport
 from .stdio import StdioTransport
 
-__all__ = ["StdioTransport", "Transport", "open_transport"]
+__all__ = ["LegacySseTransport", "StdioTransport", "StreamableHttpTransport", "Transport",
+           "open_transport"]
 
 
 def open_transport(spec, *, env: dict[str, str], kill_grace: float) -> Transport:
@@ -18,4 +21,10 @@ def open_transport(spec, *, env: dict[str, str], kill_grace: float) -> Transport
     if spec.transport == "stdio":
         return StdioTransport(spec.command, spec.args, env=env, cwd=spec.cwd, name=spec.key,
                               kill_grace=kill_grace)
+    if spec.transport == "http":
+        return StreamableHttpTransport(spec.url, name=spec.key, headers=spec.headers,
+                                       headers_helper=spec.headers_helper, env=env)
+    if spec.transport == "sse":
+        return LegacySseTransport(spec.url, name=spec.key, headers=spec.headers,
+                                  headers_helper=spec.headers_helper, env=env)
     raise RaiderError(f"the {spec.transport} transport is not available in this version")

@@ -1,0 +1,447 @@
+"""The Streamable HTTP transport (MCP 2025-03-26 and later): one endpoint, one POST per message.
+
+Threads, named after the server:
+
+- the caller's thread POSTs (one ``requests.Session``, pooled keep-alive connections). A JSON
+  answer is delivered on it, so a blocking call costs no thread hand-off.
+- an event-stream answer is read by a worker of the pool ``raider-<name>-stream``: every
+  message on it (server requests and notifications too) is delivered as it comes; priming events
+  are skipped. A stream that ends before the answer is resumed with a GET carrying
+  ``Last-Event-ID``, after the server's ``retry:`` delay.
+- ``raider-<name>-listen``: the GET stream for server-initiated messages, opened by
+  :meth:`negotiated` right after initialize (before ``notifications/initialized``, so nothing
+  the server announces then is lost); 405 means the server has none; a dropped stream is reopened
+  with ``Last-Event-ID``.
+
+Sessions: the ``Mcp-Session-Id`` of the first answer that carries one is sent on every later
+request, ``MCP-Protocol-Version`` once :meth:`negotiated` is told the revision. A request refused
+with 404 (or with a 400 whose body is about the session, as older TypeScript servers answer)
+while carrying a session id means the server forgot the session: the transport asks its owner
+for a new one through ``renew_session(timeout)`` (a fresh initialize, run on the same thread),
+once, then retries the request. The transport knows no MCP method; it only tells a request (it
+expects an answer with the same id) from a notification or an answer (202, no body).
+
+Failures: an HTTP error status, an unreachable server or a body that is not JSON raise
+:class:`TransportError` from :meth:`send`, and the session fails that request with it. A failure
+found later, while a worker reads an event stream, can only reach the request through the one
+channel the transport has, ``deliver``: it delivers a JSON-RPC error answer for that id (code
+-32000, ``data: {status_code, body}``), which fails that request only.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Mapping
+
+import requests
+
+from ..errors import ConnectionClosed, RaiderError, TransportError
+from .base import Closed, Deliver, Transport
+from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, excerpt,
+                          media_type)
+from .sse_events import SseParser
+
+log = logging.getLogger("raider_sync.transports.http")
+
+#: JSON-RPC code of the error answer delivered for a request whose answer stream failed
+STREAM_FAILED = -32000
+#: seconds an idle GET stream is kept before it is reopened
+LISTEN_READ_TIMEOUT = 300.0
+#: seconds negotiated() waits for the GET stream's first answer
+LISTEN_READY_TIMEOUT = 5.0
+#: reconnect delay (s) when the server gave no retry:, and the cap of the backoff
+RECONNECT_DELAY = 1.0
+MAX_RECONNECT_DELAY = 30.0
+#: seconds a session-renewal from the GET stream may take
+RENEW_TIMEOUT = 30.0
+#: seconds the DELETE of stop() may take
+DELETE_TIMEOUT = 5.0
+#: seconds to read what follows an answer on its stream (so the connection can be reused)
+DRAIN_SECONDS = 0.25
+MAX_RESUMES = 50
+_ACCEPT_BOTH = "application/json, text/event-stream"
+
+
+class StreamableHttpTransport(Transport):
+    """An MCP server behind one Streamable HTTP endpoint ``url``.
+
+    ``headers`` are sent on every request, with those printed by ``headers_helper`` (run with
+    ``env`` at :meth:`start` and again once after a 401/403). ``renew_session`` is set by the
+    owner: called with the seconds available when the server forgot the session, it must start
+    a new one (initialize) through this transport or raise RaiderError.
+    """
+
+    def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
+                 headers_helper: str | None = None, env: Mapping[str, str] | None = None,
+                 stream_workers: int = 64):
+        self.url = url
+        self.name = name
+        self.channel = HttpChannel(url, name=name, headers=headers,
+                                   headers_helper=headers_helper, env=env)
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.renew_session: Callable[[float], None] | None = None
+        self._deliver: Deliver | None = None
+        self._closing = False
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._local = threading.local()
+        self._readers = ThreadPoolExecutor(stream_workers, f"raider-{name}-stream",
+                                           initializer=self._mark_reader)
+        self._listener: threading.Thread | None = None
+        self._listening = threading.Event()
+        self._wake = threading.Event()
+        self._renew_lock = threading.Lock()
+        self._renewed = threading.Condition()
+        self._renewer: threading.Thread | None = None
+
+    # -- Transport -----------------------------------------------------------------------
+
+    def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
+        """Run headers_helper if configured (blocks up to ``timeout`` s). No request is sent
+        yet. Raises TransportError when the helper fails. ``closed`` is never called: an HTTP
+        server that goes away fails requests, and may come back."""
+        self._deliver = deliver
+        self.channel.open(timeout)
+
+    def negotiated(self, protocol_version: str, timeout: float | None = None) -> None:
+        """Told the revision initialize settled on: send it as MCP-Protocol-Version from now
+        on, and open the GET stream (blocks until the server answered the GET, at most
+        ``timeout`` s or 5)."""
+        self.protocol_version = protocol_version
+        if self._closing:
+            return
+        if self._listener is None:
+            self._listener = threading.Thread(target=self._listen, daemon=True,
+                                              name=f"raider-{self.name}-listen")
+            self._listener.start()
+        else:
+            self._wake.set()
+        bound = LISTEN_READY_TIMEOUT if timeout is None else min(timeout, LISTEN_READY_TIMEOUT)
+        self._listening.wait(bound)
+
+    def send(self, message: dict, *, deadline: float | None = None) -> None:
+        """POST one message (blocks until the server answered its headers, and for a JSON
+        answer until it is delivered; never past ``deadline``, a time.monotonic() value).
+        Raises ConnectionClosed once closed, TransportError when the server refuses it."""
+        if self._closing:
+            raise ConnectionClosed(f"the connection to MCP server {self.name!r} is closed")
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        request_id = message.get("id") if "method" in message else None
+        try:
+            self._post(body, request_id, deadline)
+        except DeadlinePassed:
+            if request_id is None:
+                raise
+            # the session's watchdog fails the request at its deadline and cancels it
+
+    def close(self) -> None:
+        """DELETE the session (405 and errors ignored), close every stream, join the threads."""
+        self._shutdown(delete=True)
+
+    def kill_now(self) -> None:
+        """Close every stream and join the threads, without the DELETE."""
+        self._shutdown(delete=False)
+
+    # -- POST ----------------------------------------------------------------------------
+
+    def _post(self, body: bytes, request_id: Any, deadline: float | None) -> None:
+        renewed = False
+        while True:
+            self._await_renewal(deadline)
+            sid = self.session_id
+            response = self.channel.request("POST", self.url, extra_headers=self._headers(
+                sid, post=True), deadline=deadline, data=body)
+            self._learn_session(response)
+            if sid is not None and not renewed and self._session_gone(response, sid):
+                self._renew(sid, deadline)
+                renewed = True
+                continue
+            break
+        status = response.status_code
+        if status >= 400:
+            again = " with a new session" if renewed else ""
+            raise self.channel.failure(response, f"MCP server {self.name!r} (POST{again})")
+        kind = media_type(response)
+        if kind == SSE_TYPE:
+            try:
+                self._readers.submit(self._read_answer, response, request_id, deadline)
+            except RuntimeError:  # shut down: we are closing
+                response.close()
+                raise ConnectionClosed(
+                    f"the connection to MCP server {self.name!r} is closed") from None
+            return
+        data = self.channel.read_body(response, deadline)
+        if status == 202 or not data.strip():
+            return
+        try:
+            message = json.loads(data)
+        except ValueError:
+            message = None
+        if kind != JSON_TYPE or not isinstance(message, (dict, list)) or (
+                request_id is not None and not _answers(message, request_id)):
+            shown = excerpt(data.decode("utf-8", "replace"))
+            what = "JSON" if kind == JSON_TYPE else (kind or "no content type")
+            raise TransportError(f"MCP server {self.name!r} answered with {what} that is not a "
+                                 f"JSON-RPC answer: {shown}", status, shown)
+        self._deliver(message)  # type: ignore[misc]
+
+    def _headers(self, sid: str | None, *, post: bool = False,
+                 last_event_id: str | None = None) -> dict[str, str]:
+        if post:
+            headers = {"Accept": _ACCEPT_BOTH, "Content-Type": JSON_TYPE}
+        else:
+            headers = {"Accept": SSE_TYPE}
+        if sid is not None:
+            headers["Mcp-Session-Id"] = sid
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return headers
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def _learn_session(self, response: requests.Response) -> None:
+        if self.session_id is None:
+            sid = response.headers.get("mcp-session-id")
+            if sid:
+                self.session_id = sid
+
+    def _session_gone(self, response: requests.Response, sid: str) -> bool:
+        """Whether the answer says the server forgot session ``sid``. A 400 not about the
+        session raises its TransportError (its body has been read)."""
+        status = response.status_code
+        if status == 404:
+            response.close()
+            return True
+        if status != 400:
+            return False
+        failure = self.channel.failure(response, f"MCP server {self.name!r}")
+        if "session" in failure.body.lower():
+            return True
+        raise failure
+
+    def _renew(self, stale: str, deadline: float | None) -> None:
+        """Have the owner start a new session in place of ``stale`` (once, however many
+        requests found it gone). Raises TransportError when that fails."""
+        left = RENEW_TIMEOUT if deadline is None else deadline - time.monotonic()
+        if left <= 0 or not self._renew_lock.acquire(timeout=left):
+            raise DeadlinePassed(f"{self.url}: the deadline passed while renewing the session")
+        try:
+            if self.session_id != stale:
+                return  # another request renewed it meanwhile
+            gone = TransportError(f"MCP server {self.name!r} no longer knows the session "
+                                  f"(HTTP 404)", 404)
+            hook = self.renew_session
+            if hook is None or self._closing:
+                raise gone
+            log.info("%s: the server forgot the session; starting a new one", self.name)
+            with self._renewed:
+                self._renewer = threading.current_thread()
+                self.session_id = None
+                self.protocol_version = None
+            try:
+                hook(max(0.1, left if deadline is None else deadline - time.monotonic()))
+            except RaiderError as exc:
+                self.session_id = stale  # so that the next request tries again
+                raise TransportError(f"{gone}, and a new session could not be started: "
+                                     f"{exc}", 404) from exc
+            finally:
+                with self._renewed:
+                    self._renewer = None
+                    self._renewed.notify_all()
+        finally:
+            self._renew_lock.release()
+
+    def _await_renewal(self, deadline: float | None) -> None:
+        renewer = self._renewer
+        if renewer is None or renewer is threading.current_thread():
+            return
+        left = RENEW_TIMEOUT if deadline is None else max(0.0, deadline - time.monotonic())
+        with self._renewed:
+            self._renewed.wait_for(lambda: self._renewer is None, left)
+
+    # -- reading event streams ----------------------------------------------------------
+
+    def _read_answer(self, response: requests.Response, request_id: Any,
+                     deadline: float | None) -> None:
+        """Deliver the messages of a POST's event stream until its answer; resume a stream
+        that ends early. Runs on a ``raider-<name>-stream`` worker."""
+        parser = SseParser()
+        try:
+            answered = self._pump(response, parser, deadline, request_id)
+            resumes = 0
+            while not answered and request_id is not None and not self._closing:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return  # the watchdog has failed (and cancelled) the request
+                if parser.last_event_id is None:
+                    self._fail(request_id, TransportError(
+                        f"MCP server {self.name!r} ended the answer's event stream before "
+                        f"answering (and gave no event id to resume from)"))
+                    return
+                resumes += 1
+                if resumes > MAX_RESUMES or not self._pause(parser.retry, deadline):
+                    if not self._closing and resumes > MAX_RESUMES:
+                        self._fail(request_id, TransportError(
+                            f"MCP server {self.name!r}: the answer's stream dropped "
+                            f"{MAX_RESUMES} times"))
+                    return
+                response = self._resume(parser.last_event_id, deadline)
+                answered = self._pump(response, parser, deadline, request_id)
+        except DeadlinePassed:
+            return
+        except TransportError as exc:
+            if not self._closing:
+                self._fail(request_id, exc)
+        except Exception:  # noqa: BLE001 - a worker must not die silently
+            log.exception("%s: reading an answer failed", self.name)
+
+    def _resume(self, last_event_id: str, deadline: float | None) -> requests.Response:
+        response = self.channel.request("GET", self.url, extra_headers=self._headers(
+            self.session_id, last_event_id=last_event_id), deadline=deadline)
+        if response.status_code >= 400:
+            raise self.channel.failure(response, f"MCP server {self.name!r} (resuming a stream)")
+        if media_type(response) != SSE_TYPE:
+            response.close()
+            raise TransportError(f"MCP server {self.name!r} answered the resumption with "
+                                 f"{media_type(response) or 'no content type'}",
+                                 response.status_code)
+        return response
+
+    def _pump(self, response: requests.Response, parser: SseParser, deadline: float | None,
+              request_id: Any, idle_timeout: float | None = None) -> bool:
+        """Deliver the stream's messages; True once the answer to ``request_id`` came (the
+        rest of the stream is then drained briefly, or dropped)."""
+        events = self.channel.events(response, parser, deadline, idle_timeout=idle_timeout)
+        try:
+            for event in events:
+                if event.event != "message":
+                    continue
+                try:
+                    message = json.loads(event.data)
+                except ValueError:
+                    log.warning("%s: skipped an event whose data is not JSON: %.200r",
+                                self.name, event.data)
+                    continue
+                try:
+                    self._deliver(message)  # type: ignore[misc]
+                except Exception:  # noqa: BLE001 - the reader must outlive a bad message
+                    log.exception("%s: a message could not be handled", self.name)
+                if request_id is not None and _answers(message, request_id):
+                    self.channel.drain(response, DRAIN_SECONDS)
+                    return True
+            return False
+        finally:
+            events.close()
+
+    def _fail(self, request_id: Any, error: TransportError) -> None:
+        """Fail one request by delivering an error answer for its id (see the module doc)."""
+        if request_id is None:
+            log.warning("%s: %s", self.name, error)
+            return
+        data = {"status_code": error.status_code, "body": error.body}
+        self._deliver({"jsonrpc": "2.0", "id": request_id,  # type: ignore[misc]
+                       "error": {"code": STREAM_FAILED, "message": str(error), "data": data}})
+
+    def _pause(self, retry_ms: int | None, deadline: float | None,
+               default: float = RECONNECT_DELAY) -> bool:
+        """Wait the server's retry delay (or ``default``) within the deadline; False when
+        closing or when the deadline would pass."""
+        delay = retry_ms / 1000 if retry_ms is not None else default
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            return False
+        self._wake.wait(delay)
+        self._wake.clear()
+        return not self._closing
+
+    # -- the GET stream ------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        """Keep the GET stream open until close; runs on ``raider-<name>-listen``."""
+        last_id: str | None = None
+        session = self.session_id
+        failures = 0
+        retry: int | None = None
+        while not self._closing:
+            sid = self.session_id
+            if sid != session:
+                session, last_id = sid, None  # event ids of a gone session mean nothing
+            try:
+                response = self.channel.request(
+                    "GET", self.url, extra_headers=self._headers(sid, last_event_id=last_id),
+                    deadline=None, read_timeout=LISTEN_READ_TIMEOUT)
+                self._learn_session(response)
+                if response.status_code == 405:
+                    response.close()
+                    log.debug("%s: the server offers no GET stream (405)", self.name)
+                    return
+                if sid is not None and self._session_gone(response, sid):
+                    self._listening.set()
+                    self._renew(sid, time.monotonic() + RENEW_TIMEOUT)
+                    continue
+                if response.status_code >= 400:
+                    raise self.channel.failure(response, f"MCP server {self.name!r} (GET)")
+                if media_type(response) != SSE_TYPE:
+                    response.close()
+                    log.info("%s: the GET stream is not an event stream; not listening",
+                             self.name)
+                    return
+            except TransportError as exc:
+                if self._closing:
+                    return
+                failures += 1
+                (log.warning if failures == 1 else log.debug)(
+                    "%s: the GET stream failed: %s", self.name, exc)
+                self._listening.set()
+                delay = min(MAX_RECONNECT_DELAY, RECONNECT_DELAY * 2 ** (failures - 1))
+                if not self._pause(retry, None, delay):
+                    return
+                continue
+            finally:
+                self._listening.set()
+            failures = 0
+            parser = SseParser(last_id)
+            self._pump(response, parser, None, None, idle_timeout=LISTEN_READ_TIMEOUT)
+            last_id, retry = parser.last_event_id, parser.retry
+            if not self._pause(retry, None):
+                return
+
+    # -- stopping ------------------------------------------------------------------------
+
+    def _shutdown(self, delete: bool) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closing = True
+            sid = self.session_id
+            if delete and sid is not None:
+                try:
+                    self.channel.request("DELETE", self.url, extra_headers=self._headers(sid),
+                                         deadline=None, read_timeout=DELETE_TIMEOUT).close()
+                except TransportError as exc:
+                    log.debug("%s: DELETE failed: %s", self.name, exc)
+            self._wake.set()
+            self.channel.abort()
+            listener = self._listener
+            if listener is not None and listener is not threading.current_thread():
+                listener.join(10)
+            in_reader = getattr(self._local, "reader", False)
+            self._readers.shutdown(wait=not in_reader, cancel_futures=True)
+            self.channel.close()
+            self._closed = True
+
+    def _mark_reader(self) -> None:
+        self._local.reader = True
+
+
+def _answers(message: Any, request_id: Any) -> bool:
+    """Whether ``message`` (or a batch) holds the answer to the request ``request_id``."""
+    if isinstance(message, dict):
+        return "method" not in message and message.get("id") == request_id
+    if isinstance(message, list):
+        return any(_answers(item, request_id) for item in message)
+    return False

@@ -1,0 +1,344 @@
+"""The HTTP plumbing both HTTP transports share.
+
+- :class:`HttpChannel`: one ``requests.Session`` per server (pooled keep-alive connections) whose
+  sockets can all be shut down from another thread, so :meth:`HttpChannel.abort` wakes every
+  thread blocked on a response and ``close()`` can join them; the spec's headers plus those of
+  ``headers_helper`` (a command printing a JSON object of headers, run at the start and again
+  once when the server answers 401/403); deadline-bounded reads.
+- :meth:`HttpChannel.failure` and :func:`unreachable`: the one place where HTTP statuses and
+  ``requests``/``urllib3``/socket errors become raider_sync errors (:class:`TransportError` with
+  the status code and a short excerpt of the body).
+
+Nothing here knows JSON-RPC: these move bytes and events.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import threading
+import time
+from http.client import HTTPException
+from typing import Iterator, Mapping
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from ..errors import TransportError
+from .sse_events import SseEvent, SseParser
+
+log = logging.getLogger("raider_sync.transports.http")
+
+#: seconds a TCP connect may take (never more than what remains of a call)
+CONNECT_TIMEOUT = 10.0
+#: seconds a send without a deadline (a notification, an answer to the server) may take
+SEND_TIMEOUT = 30.0
+#: seconds headers_helper may run (Claude Code's bound)
+HELPER_TIMEOUT = 10.0
+#: characters of a body kept in an error
+EXCERPT_CHARS = 300
+_READ_SIZE = 65536
+_POOL_SIZE = 32
+
+JSON_TYPE = "application/json"
+SSE_TYPE = "text/event-stream"
+
+
+def unreachable(exc: BaseException, url: str) -> TransportError:
+    """A ``requests``/``urllib3``/socket error of an exchange with ``url``, as a TransportError."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        what = "connecting timed out"
+    elif isinstance(exc, requests.exceptions.ReadTimeout):
+        what = "no answer in time"
+    elif isinstance(exc, requests.exceptions.ConnectionError):
+        reason = exc.args[0] if exc.args else exc
+        reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the cause
+        what = f"cannot connect: {_short(str(reason))}"
+    else:
+        what = _short(f"{type(exc).__name__}: {exc}")
+    return TransportError(f"{url}: {what}")
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _short(text: str) -> str:
+    return excerpt(text, 200)
+
+
+def media_type(response: requests.Response) -> str:
+    return response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+class HttpChannel:
+    """HTTP exchanges with one server: pooled connections, headers, deadlines, abort.
+
+    ``headers`` are sent on every request; ``headers_helper`` is run by :meth:`open` (and again
+    after a 401/403) with ``env`` plus CLAUDE_CODE_MCP_SERVER_NAME/URL, its JSON object of
+    headers laid over ``headers``.
+    """
+
+    def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
+                 headers_helper: str | None = None, env: Mapping[str, str] | None = None):
+        self.url = url
+        self.name = name
+        self.static_headers = dict(headers or {})
+        self.headers_helper = headers_helper
+        self.env = dict(os.environ if env is None else env)
+        self._helper_headers: dict[str, str] = {}
+        self._auth_generation = 0
+        self._auth_lock = threading.Lock()
+        self._sockets: set[HTTPConnection] = set()
+        self._sockets_lock = threading.Lock()
+        self.aborted = False
+        self.http = requests.Session()
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=_POOL_SIZE)
+        adapter.poolmanager.pool_classes_by_scheme = _tracking_pools(self)
+        self.http.mount("http://", adapter)
+        self.http.mount("https://", adapter)
+
+    # -- headers ---------------------------------------------------------------------------
+
+    def open(self, timeout: float | None = None) -> None:
+        """Run ``headers_helper`` if there is one (blocks up to ``timeout`` s, at most 10).
+        Raises TransportError when it fails."""
+        if self.headers_helper:
+            self._helper_headers = self._run_helper(timeout)
+
+    def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The headers of one request: the spec's, the helper's, then ``extra``."""
+        merged = {**self.static_headers, **self._helper_headers}
+        if extra:
+            merged.update(extra)
+        return merged
+
+    def _run_helper(self, timeout: float | None) -> dict[str, str]:
+        bound = HELPER_TIMEOUT if timeout is None else max(0.1, min(timeout, HELPER_TIMEOUT))
+        env = {**self.env, "CLAUDE_CODE_MCP_SERVER_NAME": self.name,
+               "CLAUDE_CODE_MCP_SERVER_URL": self.url}
+        what = f"headersHelper of {self.name!r}"
+        try:
+            done = subprocess.run(self.headers_helper, shell=True, env=env, capture_output=True,
+                                  stdin=subprocess.DEVNULL, timeout=bound, check=False,
+                                  cwd=env.get("CLAUDE_PROJECT_DIR") if os.path.isdir(
+                                      env.get("CLAUDE_PROJECT_DIR", "")) else None)
+        except subprocess.TimeoutExpired as exc:
+            raise TransportError(f"{what} did not finish within {bound:g} s") from exc
+        except OSError as exc:
+            raise TransportError(f"{what} could not run: {exc}") from exc
+        if done.returncode != 0:
+            err = excerpt(done.stderr.decode("utf-8", "replace")) or "no output on stderr"
+            raise TransportError(f"{what} exited with code {done.returncode}: {err}")
+        try:
+            value = json.loads(done.stdout)
+        except ValueError as exc:
+            raise TransportError(f"{what} did not print a JSON object: "
+                                 f"{excerpt(done.stdout.decode('utf-8', 'replace'), 100)}") from exc
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise TransportError(f"{what} must print a JSON object of string headers")
+        return value
+
+    def reauthorize(self, generation: int, timeout: float | None) -> bool:
+        """After a 401/403 answered to a request sent with headers of ``generation``: run the
+        helper again (once, however many requests saw it) and say whether to retry."""
+        if not self.headers_helper:
+            return False
+        with self._auth_lock:
+            if self._auth_generation == generation:
+                try:
+                    self._helper_headers = self._run_helper(timeout)
+                except TransportError as exc:
+                    log.warning("%s: %s", self.name, exc)
+                    return False
+                self._auth_generation += 1
+        return True
+
+    # -- exchanges -------------------------------------------------------------------------
+
+    def request(self, method: str, url: str, *, extra_headers: Mapping[str, str] | None = None,
+                deadline: float | None, data: bytes | None = None,
+                read_timeout: float | None = None) -> requests.Response:
+        """One HTTP exchange, streamed (the body is not read), with :meth:`headers` plus
+        ``extra_headers``. A 401/403 reruns the helper and is retried once. ``deadline``
+        (time.monotonic()) bounds connect and every read; without one, ``read_timeout`` (else
+        SEND_TIMEOUT) does. Raises TransportError (a subclass, DeadlinePassed, when the
+        deadline has passed)."""
+        generation = self._auth_generation
+        response = self._send(method, url, self.headers(extra_headers), deadline, data,
+                              read_timeout)
+        if response.status_code in (401, 403) and self.reauthorize(
+                generation, _left(deadline, HELPER_TIMEOUT)):
+            response.close()
+            response = self._send(method, url, self.headers(extra_headers), deadline, data,
+                                  read_timeout)
+        return response
+
+    def _send(self, method, url, headers, deadline, data, read_timeout) -> requests.Response:
+        if self.aborted:
+            raise TransportError(f"{url}: the connection was closed")
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlinePassed(f"{url}: the deadline passed before sending")
+            timeout = (min(left, CONNECT_TIMEOUT), left)
+        else:
+            read = read_timeout if read_timeout is not None else SEND_TIMEOUT
+            timeout = (min(read, CONNECT_TIMEOUT), read)
+        try:
+            return self.http.request(method, url, data=data, headers=headers, timeout=timeout,
+                                     stream=True, allow_redirects=False)
+        except requests.exceptions.RequestException as exc:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlinePassed(f"{url}: no answer before the deadline") from exc
+            raise unreachable(exc, url) from exc
+
+    def failure(self, response: requests.Response, what: str) -> TransportError:
+        """An HTTP error status as a TransportError, with a short excerpt of the body (a
+        JSON-RPC error's message when the body is one). Closes the response."""
+        body = self.read_excerpt(response)
+        message = body
+        try:
+            error = json.loads(body).get("error")
+            if isinstance(error, dict) and error.get("message"):
+                message = str(error["message"])
+        except (ValueError, AttributeError):
+            pass
+        reason = f"HTTP {response.status_code} {response.reason or ''}".strip()
+        detail = f": {excerpt(message, 200)}" if message else ""
+        return TransportError(f"{what} answered {reason}{detail}", response.status_code, body)
+
+    def read_excerpt(self, response: requests.Response, limit: int = 4096) -> str:
+        """The first ``limit`` bytes of the body, decoded, on one line; closes the response."""
+        try:
+            raw = response.raw.read(limit, decode_content=True) or b""
+        except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError):
+            raw = b""
+        finally:
+            response.close()
+        return excerpt(raw.decode("utf-8", "replace"))
+
+    def read_body(self, response: requests.Response, deadline: float | None) -> bytes:
+        """The whole body, each read bounded by ``deadline``. Raises TransportError."""
+        parts = list(self.chunks(response, deadline, strict=True))
+        return b"".join(parts)
+
+    def chunks(self, response: requests.Response, deadline: float | None,
+               strict: bool = False, idle_timeout: float | None = None) -> Iterator[bytes]:
+        """The body as it arrives. Every read is bounded by ``deadline`` (the socket timeout is
+        lowered as it nears), or, without one, by ``idle_timeout`` s of silence. A broken
+        connection ends the iteration (``strict``: raises TransportError); so does a passed
+        deadline. Closes the response at the end."""
+        raw = response.raw
+        sock = _socket_of(raw)
+        if idle_timeout is not None and sock is not None:
+            sock.settimeout(idle_timeout)
+        try:
+            while True:
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    if sock is not None and (sock.gettimeout() or 1e9) > left + 0.05:
+                        sock.settimeout(left)
+                try:
+                    data = raw.read1(_READ_SIZE)
+                except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError,
+                        AttributeError) as exc:
+                    # AttributeError: urllib3 reading a response closed under it by abort()
+                    if strict and not self.aborted:
+                        raise TransportError(f"{self.url}: the connection broke while reading "
+                                             f"the answer: {_short(str(exc))}") from exc
+                    log.debug("%s: stream ended: %s", self.name, exc)
+                    return
+                if not data:
+                    return
+                yield data
+        finally:
+            response.close()
+
+    def events(self, response: requests.Response, parser: SseParser,
+               deadline: float | None, idle_timeout: float | None = None) -> Iterator[SseEvent]:
+        """The events of an event-stream response (see :meth:`chunks`)."""
+        for chunk in self.chunks(response, deadline, idle_timeout=idle_timeout):
+            yield from parser.feed(chunk)
+
+    def drain(self, response: requests.Response, seconds: float) -> None:
+        """Read what is left of a body for up to ``seconds``, so that its connection can be
+        reused; a body still going after that is dropped with its connection."""
+        for _ in self.chunks(response, time.monotonic() + seconds):
+            pass
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def abort(self) -> None:
+        """Shut down every connection, waking each thread blocked on one. New exchanges fail."""
+        self.aborted = True
+        with self._sockets_lock:
+            connections = list(self._sockets)
+        for connection in connections:
+            sock = connection.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        """:meth:`abort`, then close the pool. Safe to call twice."""
+        self.abort()
+        self.http.close()
+
+    def _track(self, connection: HTTPConnection, add: bool) -> None:
+        with self._sockets_lock:
+            if add:
+                self._sockets.add(connection)
+            else:
+                self._sockets.discard(connection)
+
+
+class DeadlinePassed(TransportError):
+    """The call's deadline passed during the exchange (the session's watchdog fails the call
+    and sends notifications/cancelled; the transport only stops)."""
+
+
+def _left(deadline: float | None, cap: float) -> float:
+    if deadline is None:
+        return cap
+    return max(0.0, min(cap, deadline - time.monotonic()))
+
+
+def _socket_of(raw) -> socket.socket | None:
+    connection = getattr(raw, "connection", None)
+    return getattr(connection, "sock", None)
+
+
+def _tracking_pools(channel: HttpChannel) -> dict[str, type]:
+    """Pool classes whose connections register their sockets with ``channel`` (for abort)."""
+
+    def track(base):
+        class Tracked(base):
+            def connect(self):
+                super().connect()
+                channel._track(self, True)
+
+            def close(self):
+                channel._track(self, False)
+                super().close()
+        return Tracked
+
+    class Pool(HTTPConnectionPool):
+        ConnectionCls = track(HTTPConnection)
+
+    class SecurePool(HTTPSConnectionPool):
+        ConnectionCls = track(HTTPSConnection)
+
+    return {"http": Pool, "https": SecurePool}
+
