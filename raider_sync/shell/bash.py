@@ -1,0 +1,464 @@
+"""BashTools: the shell tools bash, bash_output, kill_shell and monitor.
+
+    tasks = Tasks()
+    shell = BashTools(working_directory="/repo", validator=lambda command, cwd: True, tasks=tasks)
+    text, is_error = shell.bash({"command": "make test", "timeout": 300})
+    text, is_error = shell.bash({"command": "sleep 60", "run_in_background": True})
+    text, is_error = shell.bash_output({"bash_id": "bash_1", "block": True, "timeout": 10})
+    text, is_error = shell.kill_shell({"shell_id": "bash_1"})
+    shell.server.call_tool("bash", {"command": "ls"})   # the same tools as a ToolServer
+    shell.stop_all()
+
+Shaped after Claude Code's Bash, BashOutput, KillShell and Monitor. Each tool method takes
+the tool's input dict and returns ``(text, is_error)``; its ``_f`` twin returns a
+``concurrent.futures.Future`` of the same and never blocks. Times given to calls are seconds
+(``timeout`` of bash and bash_output, as the seed says), except monitor's ``timeout_ms``.
+
+The shells belong to this object: they live across calls and are stopped by
+:meth:`stop_all`, by :meth:`close`, when the object is garbage collected, or at interpreter
+exit, whichever comes first. No shell outlives its owner.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import weakref
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional, Union
+
+from ..futures import resolved, then
+from ..toolserver import ToolServer, text_result
+from . import schemas
+from .gates import Validator, refusal
+from .monitor import DEFAULT_OPTIONS, Monitor
+from .output import MAX_CHAR_BYTES, Clip
+from .shells import STOP_SLACK, Caller, Runtime, Shell
+from .tasks import RUNNING, TaskEntry, Tasks
+from .texts import (entry_status, monitor_started, moved_to_background, not_running,
+                    output_status, shell_notification, started_in_background, stopped, unknown)
+
+Result = tuple[str, bool]
+CallerLike = Union[Caller, dict, None]
+
+
+class BashTools:
+    """The shell tools of one application (see the module doc).
+
+    Options (seconds unless named ``_ms``): ``working_directory`` (default: the process's),
+    ``allowed_commands`` (first words a command may start with), ``validator(command,
+    working_directory)``, ``tasks`` (a :class:`Tasks` registry: background shells are
+    registered and notify there, and monitor is offered), ``default_timeout`` 120,
+    ``max_timeout`` 600, ``output_limit`` 30000 characters, ``kill_grace`` 2,
+    ``block_timeout`` 30, ``monitor_timeout`` 300, ``monitor_max_timeout`` 1800,
+    ``monitor_unattended_max_timeout`` 600 (when ``unattended()`` is true),
+    ``monitor_min_timeout`` 1 and ``monitor_options`` (batch_window, burst_limit,
+    burst_window, max_line_chars for every Monitor).
+    """
+
+    def __init__(self, working_directory: str | None = None, *,
+                 allowed_commands: Optional[Iterable[str]] = None,
+                 validator: Optional[Validator] = None, tasks: Tasks | None = None,
+                 default_timeout: float = 120, max_timeout: float = 600, output_limit: int = 30000,
+                 kill_grace: float = 2.0, block_timeout: float = 30, monitor_timeout: float = 300,
+                 monitor_max_timeout: float = 1800, monitor_unattended_max_timeout: float = 600,
+                 unattended: Callable[[], Any] | None = None, monitor_min_timeout: float = 1,
+                 monitor_options: dict | None = None, name: str = "shell"):
+        unknown_options = set(monitor_options or {}) - set(DEFAULT_OPTIONS)
+        if unknown_options:
+            raise TypeError(f"unknown monitor_options: {', '.join(sorted(unknown_options))}")
+        self.working_directory = working_directory
+        self.allowed_commands = list(allowed_commands) if allowed_commands is not None else None
+        self.validator = validator
+        self.tasks = tasks
+        self.default_timeout = default_timeout
+        self.max_timeout = max_timeout
+        self.output_limit = output_limit
+        self.kill_grace = kill_grace
+        self.block_timeout = block_timeout
+        self.monitor_timeout = monitor_timeout
+        self.monitor_max_timeout = monitor_max_timeout
+        self.monitor_unattended_max_timeout = monitor_unattended_max_timeout
+        self.unattended = unattended
+        self.monitor_min_timeout = monitor_min_timeout
+        self.monitor_options = {**DEFAULT_OPTIONS, **(monitor_options or {})}
+        self.name = name
+        self.bash_path = shutil.which("bash") or "/bin/bash"
+        self._runtime = Runtime(bash_path=self.bash_path, tasks=tasks, kill_grace=kill_grace,
+                                output_limit=output_limit)
+        self._lock = threading.Lock()
+        self._server: ToolServer | None = None
+        self._finalizer = weakref.finalize(self, _shutdown, self._runtime)
+
+    def __repr__(self) -> str:
+        return f"<BashTools {self.name!r} shells={len(self._runtime.shells)}>"
+
+    def __enter__(self) -> "BashTools":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- bash ---------------------------------------------------------------------------------
+
+    def bash(self, inp: dict, caller: CallerLike = None) -> Result:
+        """Run a command; blocks until it ends or its timeout moves it to the background.
+
+        ``inp``: command, timeout (seconds, default ``default_timeout``, at most
+        ``max_timeout``), description, run_in_background. ``caller``: recipient, call,
+        detached, working_directory (a dict or :class:`Caller`)."""
+        return self.bash_f(inp, caller).result()
+
+    def bash_f(self, inp: dict, caller: CallerLike = None) -> Future:
+        """:meth:`bash` as a future of ``(text, is_error)``."""
+        caller = as_caller(caller)
+        command = inp.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return resolved(("Error: command must be a non-empty string", True))
+        cwd = caller.working_directory or self.working_directory
+        refused = self._refusal(command, cwd)
+        if refused:
+            return resolved((refused, True))
+        shell = Shell(command, str(inp.get("description") or ""), cwd, caller)
+        background = bool(inp.get("run_in_background"))
+        try:
+            self._runtime.spawn(shell, background=background)
+        except OSError as exc:
+            return resolved((f"Error: the command could not start: {exc}", True))
+        notified = self.tasks is not None
+        if background:
+            return resolved((started_in_background(shell.id, notified), False))
+        timeout = self._seconds(inp.get("timeout"), self.default_timeout)
+        runtime = self._runtime  # the timer must not keep this object alive
+        shell.timer = runtime.reaper.call_later(
+            timeout, lambda: runtime.to_background(
+                shell, lambda s: (moved_to_background(s.id, timeout, notified), False)))
+        return shell.result
+
+    def notification(self, shell: Shell, status: str) -> tuple[str, str]:
+        """The ``<task-notification>`` of a background shell that ended with ``status``
+        (completed, failed, killed) and the line a surface shows for it."""
+        return shell_notification(shell.id or "", shell.label, status, shell.exit_code,
+                                  shell.caller.call)
+
+    # -- bash_output --------------------------------------------------------------------------
+
+    def bash_output(self, inp: dict) -> Result:
+        """The new output of a background shell (or the status and report of another task).
+
+        Blocks, with ``block``, until it ends or ``timeout`` s (default ``block_timeout``,
+        at most ``max_timeout``) pass; it waits for an agent's end too."""
+        return self.bash_output_f(inp).result()
+
+    def bash_output_f(self, inp: dict) -> Future:
+        """:meth:`bash_output` as a future; ``block`` waits without holding a thread."""
+        task_id = str(inp.get("bash_id") or "")
+        target = self._find(task_id)
+        entry = None
+        if target is None:
+            entry = self.tasks.get(task_id) if self.tasks is not None else None
+            if entry is None:
+                return resolved((unknown(task_id), True))
+        pattern = None
+        if inp.get("filter"):
+            try:
+                pattern = re.compile(str(inp["filter"]))
+            except re.error as exc:
+                return resolved((f"Invalid filter regular expression: {exc}", True))
+        block = bool(inp.get("block", False))
+        timeout = self._seconds(inp.get("timeout"), self.block_timeout)
+        limit = self.output_limit
+        if target is not None:
+            def answer() -> Result:
+                return read_new(target, pattern, limit), False
+            done = target.done
+        else:
+            def answer() -> Result:
+                return entry_status(entry, clip_text(entry_report(entry), limit)), False
+            done = entry.done
+        if block and not done.done():
+            return self._runtime.after(done, timeout, answer)
+        return resolved(answer())
+
+    # -- kill_shell ---------------------------------------------------------------------------
+
+    def kill_shell(self, inp: dict) -> Result:
+        """Stop a running background shell or monitor (SIGTERM to its group, ``kill_grace``,
+        SIGKILL) and wait for its end, or ask another running task to stop."""
+        return self.kill_shell_f(inp).result()
+
+    def kill_shell_f(self, inp: dict) -> Future:
+        """:meth:`kill_shell` as a future."""
+        task_id = str(inp.get("shell_id") or "")
+        target = self._find(task_id)
+        if target is not None:
+            if not target.running:
+                return resolved((not_running(task_id, target.status), True))
+            if isinstance(target, Monitor):
+                target.stop()
+            else:
+                self._runtime.request_stop(target)
+            command = target.command
+
+            def answer() -> Result:
+                if target.done.done():
+                    return stopped(task_id, command), False
+                return f"Error: task {task_id} did not stop", True
+            return self._runtime.after(target.done, self.kill_grace + STOP_SLACK, answer)
+        entry = self.tasks.get(task_id) if self.tasks is not None else None
+        if entry is None:
+            return resolved((unknown(task_id), True))
+        if not entry.running:
+            return resolved((not_running(entry.id, entry.status), True))
+        if not self.tasks.stop(entry.id):
+            return resolved((f"Error: task {entry.id} cannot be stopped", True))
+        return resolved((stopped(entry.id, entry.description), False))
+
+    # -- monitor ------------------------------------------------------------------------------
+
+    def monitor(self, inp: dict, caller: CallerLike = None) -> Result:
+        """Start a monitor (needs ``tasks``) and answer at once. ``timeout_ms`` is held to
+        ``monitor_min_timeout``..``monitor_max_timeout`` seconds (the unattended maximum when
+        ``unattended()`` is true)."""
+        return self.monitor_f(inp, caller).result()
+
+    def monitor_f(self, inp: dict, caller: CallerLike = None) -> Future:
+        """:meth:`monitor` as a future (already resolved: a monitor answers at once)."""
+        if self.tasks is None:
+            return resolved(("Error: monitor needs a task registry (tasks)", True))
+        caller = as_caller(caller)
+        command = inp.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return resolved(("Error: command must be a non-empty string", True))
+        cwd = caller.working_directory or self.working_directory
+        refused = self._refusal(command, cwd)
+        if refused:
+            return resolved((refused, True))
+        timeout = self.monitor_seconds(inp.get("timeout_ms"))
+        task_id = self.tasks.new_id("monitor")
+        monitor = Monitor(task_id, command, str(inp.get("description") or ""), cwd, timeout,
+                          tasks=self.tasks, bash_path=self.bash_path, recipient=caller.recipient,
+                          call=caller.call, kill_grace=self.kill_grace, **self.monitor_options)
+        self.tasks.register("monitor", description=monitor.label, recipient=caller.recipient,
+                            call=caller.call, stop=monitor.stop, task_id=task_id)
+        try:
+            monitor.start()
+        except OSError as exc:
+            self.tasks.finish(task_id, "failed", error=str(exc))
+            return resolved((f"Error: the command could not start: {exc}", True))
+        self._runtime.add_monitor(monitor)
+        return resolved((monitor_started(task_id, timeout), False))
+
+    def monitor_seconds(self, timeout_ms: Any) -> float:
+        """A monitor's watch in seconds for the ``timeout_ms`` given (None: the default)."""
+        seconds = self.monitor_timeout
+        if _positive(timeout_ms):
+            seconds = float(timeout_ms) / 1000.0
+        maximum = self.monitor_max_timeout
+        if self.unattended is not None and self.unattended():
+            maximum = self.monitor_unattended_max_timeout
+        return min(max(seconds, self.monitor_min_timeout), maximum)
+
+    # -- the session's processes --------------------------------------------------------------
+
+    def background_pids(self) -> list[int]:
+        """Process IDs that belong to the session rather than to the run in progress: the
+        running background shells and monitors, and the foreground commands of detached
+        callers."""
+        return self._runtime.background_pids()
+
+    @property
+    def shells(self) -> list[Shell]:
+        """The background shells, running or ended, oldest first."""
+        with self._runtime.lock:
+            return list(self._runtime.shells.values())
+
+    def stop_all(self) -> None:
+        """Stop every shell and monitor still running (``kill_grace``), wait for their ends
+        and join this object's threads. Blocks for about ``kill_grace`` s at most when a
+        command ignores SIGTERM. The object stays usable."""
+        self._runtime.stop_all()
+
+    def close(self) -> None:
+        """:meth:`stop_all` and close the tool server. Safe to call twice."""
+        self._finalizer()
+
+    # -- as tools -----------------------------------------------------------------------------
+
+    @property
+    def server(self) -> ToolServer:
+        """A ToolServer with bash, bash_output and kill_shell (and monitor with ``tasks``),
+        built once; its handlers hold this object weakly."""
+        with self._lock:
+            if self._server is None:
+                server = ToolServer(self.name, call_timeout=self.max_timeout + 60,
+                                    instructions="Shell tools: bash, bash_output, kill_shell"
+                                    + (", monitor" if self.tasks is not None else "") + ".")
+                for tool in self._tool_specs():
+                    server.add_tool(tool.name, _weak_handler(self, tool.method),
+                                    description=tool.description, input_schema=tool.input_schema)
+                self._server = self._runtime.server = server
+            return self._server
+
+    def async_tools(self, recipient: Any = "main", detached: Any = False,
+                    working_directory: Any = None, applies: Callable | None = None) -> list["AsyncTool"]:
+        """The tools for one run, as callables ``tool(arguments, context=None)`` returning a
+        future of an MCP result dict. ``recipient``, ``detached`` and ``working_directory``
+        are values or callables asked at each call; the call id comes from the context
+        (``call``, else ``id``). ``applies`` is passed on for the application to use."""
+        ref = weakref.ref(self)
+
+        def caller_of(context: dict | None) -> Caller:
+            context = context or {}
+            return Caller(recipient=str(_value(recipient) or "main"),
+                          call=context.get("call") or context.get("id"),
+                          detached=bool(_value(detached)),
+                          working_directory=_value(working_directory))
+
+        tools = []
+        for spec in self._tool_specs():
+            tools.append(AsyncTool(spec.name, spec.description, spec.input_schema,
+                                   _weak_handler(self, spec.method, ref, caller_of), applies))
+        return tools
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _tool_specs(self) -> list["_ToolSpec"]:
+        specs = [_ToolSpec("bash", schemas.BASH_DESCRIPTION, schemas.BASH, "bash_f"),
+                 _ToolSpec("bash_output", schemas.BASH_OUTPUT_DESCRIPTION, schemas.BASH_OUTPUT,
+                           "bash_output_f"),
+                 _ToolSpec("kill_shell", schemas.KILL_SHELL_DESCRIPTION, schemas.KILL_SHELL,
+                           "kill_shell_f")]
+        if self.tasks is not None:
+            specs.append(_ToolSpec("monitor", schemas.MONITOR_DESCRIPTION, schemas.MONITOR,
+                                   "monitor_f"))
+        return specs
+
+    def _refusal(self, command: str, cwd: str | None) -> str | None:
+        return refusal(command, cwd or os.getcwd(), allowed=self.allowed_commands,
+                       validator=self.validator)
+
+    def _find(self, task_id: str) -> Shell | Monitor | None:
+        with self._runtime.lock:
+            return self._runtime.shells.get(task_id) or self._runtime.monitors.get(task_id)
+
+    def _seconds(self, value: Any, default: float) -> float:
+        seconds = float(value) if _positive(value) else float(default)
+        return min(seconds, float(self.max_timeout))
+
+
+@dataclass
+class _ToolSpec:
+    name: str
+    description: str
+    input_schema: dict
+    method: str
+
+
+@dataclass
+class AsyncTool:
+    """One shell tool for one run: ``tool(arguments, context=None)`` returns a future of
+    an MCP result dict (``content``, ``isError``)."""
+    name: str
+    description: str
+    input_schema: dict
+    handler: Callable[..., Future]
+    applies: Optional[Callable] = None
+
+    def __call__(self, arguments: dict, context: dict | None = None) -> Future:
+        return then(self.handler(arguments, context), lambda result: text_result(*result))
+
+    def definition(self) -> dict:
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+
+
+def _weak_handler(tools: BashTools, method: str, ref=None, caller_of=None) -> Callable:
+    """A handler that calls ``tools.<method>`` without keeping ``tools`` alive."""
+    ref = ref or weakref.ref(tools)
+    takes_caller = method in ("bash_f", "monitor_f")
+
+    def handler(arguments: dict, context: dict | None = None) -> Future:
+        target = ref()
+        if target is None:
+            return resolved(("Error: the shell tools are closed", True))
+        if takes_caller and caller_of is not None:
+            return getattr(target, method)(arguments, caller_of(context))
+        return getattr(target, method)(arguments)
+    return handler
+
+
+def as_caller(caller: CallerLike) -> Caller:
+    if caller is None:
+        return Caller()
+    if isinstance(caller, Caller):
+        return caller
+    return Caller(recipient=str(caller.get("recipient") or "main"), call=caller.get("call"),
+                  detached=bool(caller.get("detached")),
+                  working_directory=caller.get("working_directory"))
+
+
+def read_new(target: Shell | Monitor, pattern: re.Pattern | None, limit: int) -> str:
+    """bash_output's answer for a shell or monitor: what it wrote since the last read
+    (only lines ``pattern`` finds something in, when given). A read that reaches the end
+    of an ended shell releases its output file."""
+    with target.read_lock:
+        status, exit_code = target.status, target.exit_code
+        output = target.output
+        if output is None or output.closed:
+            return output_status(status, exit_code, "")
+        size = output.size()
+        start = target.read_offset
+        ended = status != RUNNING
+        if pattern is None:
+            end = size
+            text = output.clip(start, end, limit)
+        else:
+            end = size if ended else output.last_newline(start, size)
+            if end == start and size - start > MAX_CHAR_BYTES * limit:
+                end = size  # a huge line without a newline yet: do not hold it back forever
+            text = output.filtered(start, end, pattern, limit)
+        target.read_offset = end
+        if ended and end >= size:
+            output.close()
+    return output_status(status, exit_code, text)
+
+
+def entry_report(entry: TaskEntry) -> str | None:
+    if entry.status == "failed" and entry.error:
+        return entry.error
+    return entry.report
+
+
+def clip_text(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    clip = Clip(limit)
+    clip.add(text)
+    return clip.text()
+
+
+def _value(value: Any) -> Any:
+    return value() if callable(value) else value
+
+
+def _positive(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return False
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return number > 0 and number == number and number != float("inf")
+
+
+def _shutdown(runtime: Runtime) -> None:
+    """The finalizer: stop everything (also at interpreter exit)."""
+    runtime.stop_all()
+    server = runtime.server
+    if server is not None:
+        try:
+            server.close()
+        except RuntimeError:  # closing from one of its own threads
+            pass

@@ -1,0 +1,336 @@
+"""The commands of one BashTools: starting them, noticing their ends, moving and stopping them.
+
+A :class:`Shell` is one ``bash -c`` in a process group of its own, stdin from /dev/null,
+stdout and stderr into one :class:`OutputFile`. :class:`Runtime` holds everything a
+BashTools runs (the reaper thread, a small pool, the shells) and never refers back to the
+BashTools, so that object can be collected and its finalizer can stop what it started.
+
+Signals and reaping of shells all happen on the reaper thread. When a command's leader
+exits, what it left in its process group is killed before the leader is reaped: a command's
+processes end with it (use run_in_background for work that should go on).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import signal
+import subprocess
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .output import OutputFile
+from .reaper import JOIN_TIMEOUT, Reaper, Timer
+from .tasks import RUNNING, Tasks, TaskEntry
+from .texts import command_result, shell_notification
+
+log = logging.getLogger("raider_sync.shell")
+
+INLINE_RESULT_BYTES = 1 << 20  # larger outputs are read on the pool, not the reaper thread
+POOL_WORKERS = 4
+STOP_SLACK = 5.0  # seconds after SIGKILL we still wait for an exit before giving up
+
+
+@dataclass
+class Caller:
+    """Who runs a command: where its background end is notified, the call id it names,
+    whether the run goes on without the person, and its default working directory."""
+    recipient: str = "main"
+    call: Optional[str] = None
+    detached: bool = False
+    working_directory: Optional[str] = None
+
+
+def exit_code_of(returncode: int) -> int:
+    """A Popen return code as the shell reports it (a signal N is 128 + N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Shell:
+    """One command. ``done`` resolves with the exit code once it has been reaped;
+    ``result`` (foreground) with ``(text, is_error)``."""
+
+    kind = "bash"
+
+    def __init__(self, command: str, description: str, cwd: str, caller: Caller):
+        self.id: str | None = None
+        self.command = command
+        self.description = description
+        self.cwd = cwd
+        self.caller = caller
+        self.output: OutputFile | None = None
+        self.proc: subprocess.Popen | None = None
+        self.background = False
+        self.status = RUNNING
+        self.exit_code: int | None = None
+        self.stopping = False
+        self.reaped = False
+        self.read_offset = 0
+        self.entry: TaskEntry | None = None
+        self.lock = threading.Lock()       # state, taken by the reaper thread
+        self.read_lock = threading.Lock()  # bash_output's reads
+        self.done: Future = Future()
+        self.result: Future = Future()
+        self.timer: Timer | None = None
+        self.kill_timer: Timer | None = None
+
+    def __repr__(self) -> str:
+        return f"<Shell {self.id or '(foreground)'} {self.status} {self.command[:40]!r}>"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.status == RUNNING
+
+    @property
+    def label(self) -> str:
+        """What names the shell in texts: its description, else its command."""
+        return self.description or self.command
+
+
+class Runtime:
+    """The machinery of one BashTools (see the module doc)."""
+
+    def __init__(self, *, bash_path: str, tasks: Tasks | None, kill_grace: float,
+                 output_limit: int):
+        self.bash_path = bash_path
+        self.tasks = tasks
+        self.kill_grace = kill_grace
+        self.output_limit = output_limit
+        self.reaper = Reaper()
+        self.lock = threading.Lock()
+        self.shells: dict[str, Shell] = {}       # background shells by id
+        self.monitors: dict[str, Any] = {}       # monitors by id
+        self.active: set[Shell] = set()          # every shell not yet reaped
+        self.server = None                       # the ToolServer, closed with the rest
+        self._ids = itertools.count(1)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_threads: set[int] = set()
+
+    # -- the pool -----------------------------------------------------------------------------
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        with self.lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(POOL_WORKERS, "raider-shell-worker",
+                                                initializer=self._pool_started)
+            pool = self._pool
+        return pool.submit(fn)
+
+    def _pool_started(self) -> None:
+        self._pool_threads.add(threading.get_ident())
+
+    def after(self, done: Future, timeout: float, fn: Callable[[], Any]) -> Future:
+        """A future of ``fn()`` run on the pool once ``done`` is done or ``timeout`` s
+        passed, whichever comes first; no thread waits meanwhile."""
+        outer: Future = Future()
+        claimed = threading.Lock()
+
+        def go(_=None) -> None:
+            if not claimed.acquire(blocking=False):
+                return
+            timer.cancel()
+            try:
+                self.submit(lambda: _settle(outer, fn))
+            except RuntimeError:  # the pool is shutting down: answer here
+                _settle(outer, fn)
+
+        timer = self.reaper.call_later(timeout, go)
+        done.add_done_callback(go)
+        return outer
+
+    # -- starting -----------------------------------------------------------------------------
+
+    def spawn(self, shell: Shell, background: bool = False) -> None:
+        """Start the command (``background``: adopted at once, before its end can be seen).
+        Raises OSError when it cannot start (no such directory, ...)."""
+        shell.output = OutputFile()
+        try:
+            shell.proc = subprocess.Popen(
+                [self.bash_path, "-c", shell.command], cwd=shell.cwd, stdin=subprocess.DEVNULL,
+                stdout=shell.output.fd, stderr=shell.output.fd, start_new_session=True,
+                close_fds=True)
+        except OSError:
+            shell.output.close()
+            raise
+        with self.lock:
+            self.active.add(shell)
+        if background:
+            self.adopt(shell)
+        self.reaper.watch(shell.proc.pid, lambda: self._exited(shell))
+
+    def add_monitor(self, monitor: Any) -> None:
+        with self.lock:
+            self.monitors[monitor.id] = monitor
+
+    def new_id(self) -> str:
+        if self.tasks is not None:
+            return self.tasks.new_id("bash")
+        return f"bash_{next(self._ids)}"
+
+    def adopt(self, shell: Shell) -> None:
+        """Make ``shell`` a background shell with an id (and a registry entry)."""
+        shell.background = True
+        if self.tasks is not None:
+            shell.entry = self.tasks.register(
+                "bash", description=shell.label, recipient=shell.caller.recipient,
+                call=shell.caller.call, stop=lambda: self.request_stop(shell))
+            shell.id = shell.entry.id
+        else:
+            shell.id = self.new_id()
+        with self.lock:
+            self.shells[shell.id] = shell
+
+    # -- ends (reaper thread) -----------------------------------------------------------------
+
+    def _exited(self, shell: Shell) -> None:
+        with shell.lock:
+            signal_group(shell.proc.pid, signal.SIGKILL)  # leftovers; the leader holds the pgid
+            returncode = shell.proc.wait()
+            shell.reaped = True
+            for timer in (shell.timer, shell.kill_timer):
+                if timer is not None:
+                    timer.cancel()
+            shell.exit_code = exit_code_of(returncode)
+            if shell.stopping:
+                shell.status = "killed"
+            else:
+                shell.status = "completed" if shell.exit_code == 0 else "failed"
+            background = shell.background
+        with self.lock:
+            self.active.discard(shell)
+        if background:
+            self._submit_or_run(lambda: self._end_background(shell))
+        elif shell.output.size() <= INLINE_RESULT_BYTES:
+            self._end_foreground(shell)
+        else:
+            self._submit_or_run(lambda: self._end_foreground(shell))
+
+    def _submit_or_run(self, fn: Callable[[], None]) -> None:
+        try:
+            self.submit(fn)
+        except RuntimeError:
+            fn()
+
+    def _end_foreground(self, shell: Shell) -> None:
+        try:
+            text = shell.output.clip(0, shell.output.size(), self.output_limit)
+            if not shell.result.done():
+                shell.result.set_result(command_result(shell.exit_code, text))
+        except Exception as exc:  # noqa: BLE001 - the caller gets an answer in any case
+            log.exception("reading the output of %r failed", shell)
+            if not shell.result.done():
+                shell.result.set_result((f"Error: reading the output failed: {exc}", True))
+        finally:
+            shell.output.close()
+            if not shell.done.done():
+                shell.done.set_result(shell.exit_code)
+
+    def _end_background(self, shell: Shell) -> None:
+        try:
+            if self.tasks is not None and shell.entry is not None:
+                text, summary = shell_notification(shell.id, shell.label, shell.status,
+                                                   shell.exit_code, shell.caller.call)
+                self.tasks.finish(shell.entry.id, shell.status, report=summary, notification=text)
+        finally:
+            if not shell.done.done():
+                shell.done.set_result(shell.exit_code)
+
+    def to_background(self, shell: Shell, moved: Callable[[Shell], Any]) -> None:
+        """At a foreground timeout (reaper thread): adopt the shell, answer ``moved(shell)``."""
+        with shell.lock:
+            if shell.reaped or shell.background or shell.result.done():
+                return
+            self.adopt(shell)
+        if not shell.result.done():
+            shell.result.set_result(moved(shell))
+
+    # -- stopping -----------------------------------------------------------------------------
+
+    def request_stop(self, shell: Shell, grace: float | None = None) -> None:
+        """SIGTERM the shell's group now and SIGKILL it after ``grace`` s (default
+        kill_grace) unless it ended. Returns at once; ``shell.done`` tells the end."""
+        grace = self.kill_grace if grace is None else grace
+        self.reaper.call_soon(lambda: self._terminate(shell, grace))
+
+    def _terminate(self, shell: Shell, grace: float) -> None:
+        with shell.lock:
+            if shell.reaped:
+                return
+            shell.stopping = True
+            signal_group(shell.proc.pid, signal.SIGTERM)
+            if shell.kill_timer is None:
+                shell.kill_timer = self.reaper.call_later(grace, lambda: self._kill(shell))
+
+    def _kill(self, shell: Shell) -> None:
+        with shell.lock:
+            if not shell.reaped:
+                signal_group(shell.proc.pid, signal.SIGKILL)
+
+    def stop_all(self, grace: float | None = None) -> None:
+        """Stop every running shell and monitor, wait for their ends (bounded), release
+        the output files and join the threads. Blocks for about ``grace`` s at most when
+        something ignores SIGTERM."""
+        grace = self.kill_grace if grace is None else grace
+        with self.lock:
+            shells = list(self.active)
+            monitors = list(self.monitors.values())
+        for shell in shells:
+            self.request_stop(shell, grace)
+        for monitor in monitors:
+            monitor.stop()
+        in_reaper = self.reaper.in_reaper()
+        for shell in shells:
+            if not in_reaper:
+                _wait(shell.done, grace + STOP_SLACK)
+        for monitor in monitors:
+            monitor.join(grace + STOP_SLACK)
+        self.shutdown_threads()
+        with self.lock:
+            ended = list(self.shells.values()) + list(self.monitors.values())
+        for item in ended:
+            if not item.running and item.output is not None:
+                with item.read_lock:
+                    item.output.close()
+
+    def shutdown_threads(self) -> None:
+        with self.lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            in_pool = threading.get_ident() in self._pool_threads
+            pool.shutdown(wait=not in_pool)
+            self._pool_threads.clear()
+        if not self.active:
+            self.reaper.stop(JOIN_TIMEOUT)
+
+    def background_pids(self) -> list[int]:
+        with self.lock:
+            shells = [s for s in self.active if s.background or s.caller.detached]
+            monitors = [m for m in self.monitors.values() if m.running]
+        return [s.pid for s in shells if s.pid] + [m.pid for m in monitors if m.pid]
+
+
+def _wait(future: Future, timeout: float) -> None:
+    try:
+        future.result(timeout)
+    except Exception:  # noqa: BLE001 - bounded wait; the outcome is looked at elsewhere
+        pass
+
+
+def _settle(outer: Future, fn: Callable[[], Any]) -> None:
+    try:
+        outer.set_result(fn())
+    except BaseException as exc:  # noqa: BLE001
+        outer.set_exception(exc)
