@@ -1,0 +1,183 @@
+"""``raider-sync gateway --config FILE --listen HOST:PORT``: serve the relay with waitress.
+
+waitress (pure Python, threaded; the ``gateway`` extra) is imported only when serving. The relay
+keeps no session state, so for more than one process or machine run it under gunicorn instead,
+several workers behind a load balancer (see :mod:`raider_sync.gateway.relay` and
+``docs/gateway.md``)::
+
+    RAIDER_GATEWAY_CONFIG=gateway.json gunicorn -w 4 -k gthread --threads 32 \\
+        -b 0.0.0.0:8080 'raider_sync.gateway.relay:app_from_env()'
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Optional
+
+from ..errors import ConfigError
+from .config import GatewayConfig
+from .relay import Relay
+
+
+class Serving:
+    """A waitress server for ``app`` on ``host:port`` (port 0: any free port, see ``port``).
+
+    ``run()`` serves in the calling thread until :meth:`stop`; ``start()`` serves in a thread
+    named ``raider-gateway-serve``. ``stop(timeout)`` closes every connection and the listening
+    socket, joins the serving thread and waitress's worker threads (each bounded by ``timeout``
+    seconds). Raises ImportError when waitress is not installed, OSError when the address is
+    taken.
+    """
+
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, threads: int = 16):
+        import waitress.server  # lazily: only serving needs it
+
+        # channel_request_lookahead lets waitress notice a client that left mid-answer, which
+        # the relay uses to close the upstream of a silent SSE stream.
+        self.server = waitress.server.create_server(
+            app, host=host, port=port, threads=threads, channel_request_lookahead=1,
+            ident="raider-sync-gateway", expose_tracebacks=False)
+        self.host = self.server.effective_host
+        self.port = self.server.effective_port
+        self._thread: Optional[threading.Thread] = None
+        self._running = threading.Event()
+        self._done = threading.Event()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in str(self.host) else self.host
+        return f"http://{host}:{self.port}"
+
+    def run(self) -> None:
+        """Serve in this thread until :meth:`stop` (or KeyboardInterrupt)."""
+        self._done.clear()
+        self._running.set()
+        try:
+            self.server.run()
+        finally:
+            self._running.clear()
+            self._done.set()
+
+    def start(self) -> "Serving":
+        """Serve in a background thread; returns once the loop runs."""
+        self._thread = threading.Thread(target=self.run, name="raider-gateway-serve", daemon=True)
+        self._thread.start()
+        return self
+
+    def _close_all(self) -> None:
+        for dispatcher in list(self.server._map.values()):
+            dispatcher.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close the listening socket and every connection, then join (bounded by ``timeout``
+        seconds each) the serving loop and the worker threads. May be called twice."""
+        if self._running.is_set() or (self._thread is not None and self._thread.is_alive()):
+            # the loop owns its sockets: close them from inside it
+            self.server.trigger.pull_trigger(self._close_all)
+            self._done.wait(timeout)
+            if self._thread is not None:
+                self._thread.join(timeout)
+        if self.server._map:  # the loop is not running any more
+            self._close_all()
+        self.server.task_dispatcher.shutdown(timeout=timeout)
+
+    def __enter__(self) -> "Serving":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE",
+                        help="the gateway config (JSON; .toml on Python 3.11+)")
+    parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
+                        help="address to serve on (default 127.0.0.1:8080; port 0 picks one)")
+    parser.add_argument("--threads", type=int, default=16, metavar="N",
+                        help="worker threads: requests served at once, SSE streams included "
+                             "(default 16)")
+    parser.add_argument("--usage-log", metavar="FILE",
+                        help="append usage events as JSON lines here (overrides the config)")
+    parser.add_argument("--check", action="store_true",
+                        help="only check the config: list every problem, exit 1 if any")
+
+
+def register(subparsers) -> None:
+    """Add the ``gateway`` subcommand to raider-sync's command line."""
+    parser = subparsers.add_parser(
+        "gateway", help="serve MCP servers behind one URL, reached with customer keys",
+        description="Relay MCP Streamable HTTP to the configured servers, per customer key.")
+    _add_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--listen wants HOST:PORT, got {text!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT/SIGTERM. Exit code: 0 after a clean stop, 1 for a bad config or a
+    missing waitress or an address in use, 2 for a bad ``--listen``."""
+    try:
+        host, port = _listen(args.listen)
+    except ValueError as exc:
+        print(f"raider-sync gateway: {exc}", file=sys.stderr)
+        return 2
+    try:
+        config = GatewayConfig.load(args.config)
+    except ConfigError as exc:
+        print(f"raider-sync gateway: the config {args.config} has problems:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    if args.check:
+        print(f"{args.config}: ok ({len(config.servers)} servers, {len(config.keys)} keys)")
+        return 0
+    relay = Relay(config, usage_log=args.usage_log)
+    try:
+        serving = Serving(relay, host, port, threads=max(1, args.threads))
+    except ImportError:
+        relay.close()
+        print("raider-sync gateway: waitress is not installed "
+              "(pip install 'raider_sync[gateway]')", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        relay.close()
+        print(f"raider-sync gateway: cannot listen on {args.listen}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        def terminate(signum, frame):
+            raise KeyboardInterrupt
+        previous = signal.signal(signal.SIGTERM, terminate)
+    print(f"raider-sync gateway: serving {len(config.servers)} servers on {serving.url}",
+          flush=True)
+    try:
+        serving.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        relay.close()  # ends relayed streams, so the workers can finish
+        serving.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m raider_sync.gateway ...``: the gateway command alone."""
+    parser = argparse.ArgumentParser(prog="raider-sync gateway",
+                                     description="Relay MCP Streamable HTTP per customer key.")
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

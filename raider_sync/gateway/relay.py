@@ -1,0 +1,465 @@
+"""The relay: a WSGI application that puts configured MCP servers behind one URL.
+
+    POST|GET|DELETE /mcp/<name>[/<sub-path>]   relayed to the server's configured URL
+    GET /v1/mcp/servers                        the servers the caller's key may use
+
+A client presents its key as ``Authorization: Bearer KEY`` or ``X-Api-Key: KEY``; no key or an
+unknown key is 401, a server the key was not assigned looks exactly like an unknown one (404).
+The request goes upstream with the headers :func:`protocol.request_headers` lets through plus
+the operator's static headers and credential -- never the client's own credentials -- over one
+``requests.Session`` with pooled connections. Status, the allowed response headers and the body
+come back; an SSE answer streams through as it arrives (each read is written and flushed at
+once), and when the client goes away the upstream response is closed. An upstream that cannot
+be reached, or does not answer within the configured seconds, is a 502 with a short JSON error
+that names neither the upstream nor the cause. Every request yields one usage event (see
+:class:`Relay`).
+
+The relay keeps no session state: MCP sessions live in the upstream servers and their
+``Mcp-Session-Id`` travels with every request, so any process can serve any request. Run it
+with ``raider-sync gateway --config FILE --listen HOST:PORT`` (waitress), or under gunicorn
+with several workers behind a load balancer::
+
+    RAIDER_GATEWAY_CONFIG=/etc/raider/gateway.json \\
+        gunicorn --workers 4 --worker-class gthread --threads 32 --bind 0.0.0.0:8080 \\
+        'raider_sync.gateway.relay:app_from_env()'
+
+Client disconnects are noticed while the upstream is silent only under waitress (which reports
+them); elsewhere the next write to the gone client ends the relay.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.cookiejar
+import json
+import logging
+import os
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from http import HTTPStatus
+from typing import Any, Callable, Iterable, Optional
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from ..errors import ConfigError
+from . import protocol
+from .config import GatewayConfig, GatewayServer
+
+log = logging.getLogger("raider_sync.gateway")
+
+CONFIG_ENV = "RAIDER_GATEWAY_CONFIG"
+BUFFER_LIMIT = 1024 * 1024     # a plain answer up to this size is relayed in one write
+CHUNK = 64 * 1024
+WATCH_INTERVAL = 0.2           # seconds between checks for clients that went away
+METHODS = ("DELETE", "GET", "POST")
+_ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)  # an encoded dot, slash or backslash
+UsageCallback = Callable[[dict], None]
+
+
+class Relay:
+    """The gateway as a WSGI application (``relay(environ, start_response)``).
+
+    ``config`` is a :class:`GatewayConfig` from ``load``/``from_dict``. Usage events go to
+    ``on_usage(event)`` and/or the JSON-lines file ``usage_log`` (default: the config's
+    ``usage_log``), one per request, when the response is finished::
+
+        {"time": "2026-01-01T12:00:00.000+00:00", "key": "alice", "server": "everything",
+         "endpoint": "/mcp/everything", "method": "POST", "status": 200,
+         "request_bytes": 123, "response_bytes": 456, "duration_ms": 3.2}
+
+    ``key`` and ``server`` are ``None`` where the request did not get that far (401, unknown
+    route). A callback that raises is logged, never fails the request; the file is appended
+    one line per ``write`` (O_APPEND), so several processes may share it. Thread-safe: a WSGI
+    server calls it from many threads. :meth:`close` (or ``with``) closes the pooled upstream
+    connections, the usage file and the watcher thread.
+    """
+
+    def __init__(self, config: GatewayConfig, *, on_usage: Optional[UsageCallback] = None,
+                 usage_log: Optional[str] = None, pool_size: int = 64):
+        if not isinstance(config, GatewayConfig) or not config.resolved:
+            raise ConfigError("the relay needs a GatewayConfig from GatewayConfig.load or from_dict")
+        self.config = config
+        self.on_usage = on_usage
+        self._digests = config.key_digests()
+        self._servers = {s.name: s for s in config.servers}
+        self._origins = None if config.allowed_origins is None else {
+            o.rstrip("/").lower() for o in config.allowed_origins}
+        self._session = _upstream_session(pool_size)
+        path = usage_log if usage_log is not None else config.usage_log
+        self._usage_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                                 0o640) if path else None
+        self._lock = threading.Lock()
+        self._watched: set[_Stream] = set()
+        self._watcher: Optional[threading.Thread] = None
+        self._stopping = threading.Event()
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close pooled upstream connections and the usage file; end and join the watcher
+        (bounded by a few watch intervals). May be called twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stopping.set()
+            watcher, self._watcher = self._watcher, None
+            streams = list(self._watched)
+        for stream in streams:
+            stream.abort()
+        if watcher is not None:
+            watcher.join(timeout=5 * WATCH_INTERVAL + 1)
+        self._session.close()
+        if self._usage_fd is not None:
+            os.close(self._usage_fd)
+            self._usage_fd = None
+
+    def __enter__(self) -> "Relay":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- WSGI ------------------------------------------------------------------------------
+
+    def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
+        event = {"key": None, "server": None, "endpoint": None,
+                 "method": environ.get("REQUEST_METHOD", "GET"), "status": None,
+                 "request_bytes": 0, "response_bytes": 0}
+        started = time.perf_counter()
+        try:
+            return self._handle(environ, start_response, event, started)
+        except Exception:  # a bug must not leak a traceback to the client
+            log.exception("gateway: request failed")
+            return self._answer(start_response, event, started, 500, "internal_error",
+                                "the gateway failed to handle the request")
+
+    def _handle(self, environ, start_response, event, started):
+        try:
+            path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
+        except UnicodeError:
+            return self._answer(start_response, event, started, 400, "bad_request",
+                                "the path is not UTF-8")
+        if path == protocol.listing_path():
+            event["endpoint"] = path
+            route = None
+        elif path.startswith("/mcp/") and len(path) > 5:
+            route = path[5:]
+        else:
+            return self._answer(start_response, event, started, 404, "not_found", "no such route")
+
+        origin = environ.get("HTTP_ORIGIN")
+        if self._origins is not None and origin is not None \
+                and origin.rstrip("/").lower() not in self._origins:
+            return self._answer(start_response, event, started, 403, "forbidden",
+                                "this origin may not use the gateway")
+        key = self._authenticate(environ)
+        if key is None:
+            return self._answer(start_response, event, started, 401, "unauthorized",
+                                "a valid key is required (Authorization: Bearer KEY or X-Api-Key)",
+                                [("WWW-Authenticate", 'Bearer realm="raider-sync-gateway"')])
+        event["key"], allowed = key
+        method = event["method"]
+
+        if route is None:
+            if method != "GET":
+                return self._answer(start_response, event, started, 405, "method_not_allowed",
+                                    "the listing answers GET", [("Allow", "GET")])
+            return self._listing(environ, start_response, event, started, allowed)
+
+        name, slash, rest = route.partition("/")
+        if method not in METHODS:
+            return self._answer(start_response, event, started, 405, "method_not_allowed",
+                                "an MCP endpoint answers POST, GET and DELETE",
+                                [("Allow", ", ".join(METHODS))])
+        server = self._servers.get(name) if name in allowed else None
+        if server is None:
+            return self._answer(start_response, event, started, 404, "not_found",
+                                "no such MCP server")
+        event["server"], event["endpoint"] = name, protocol.endpoint(name)
+        if not server.relayed:
+            return self._answer(start_response, event, started, 404, "not_found",
+                                "this MCP server runs on the client (stdio); it is not relayed")
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
+        url = None if _ENCODED.search(raw.partition("?")[0]) else protocol.upstream_url(
+            server.url, rest if slash else None, environ.get("QUERY_STRING") or None)
+        if url is None:
+            return self._answer(start_response, event, started, 400, "bad_path",
+                                "the sub-path is refused ('.', '..', empty segments, backslashes "
+                                "and encoded dots or slashes are not relayed)")
+        body = self._read_body(environ)
+        if isinstance(body, tuple):
+            return self._answer(start_response, event, started, *body)
+        event["request_bytes"] = len(body)
+        return self._relay(environ, start_response, event, started, server, url, body)
+
+    # -- pieces ----------------------------------------------------------------------------
+
+    def _authenticate(self, environ) -> Optional[tuple[str, frozenset]]:
+        """The (key id, server names) of the presented key, compared in constant time with
+        every configured key (no early exit), or ``None``."""
+        token = None
+        authorization = environ.get("HTTP_AUTHORIZATION", "")
+        scheme, _, value = authorization.strip().partition(" ")
+        if scheme.lower() == "bearer" and value.strip():
+            token = value.strip()
+        if token is None:
+            token = environ.get("HTTP_X_API_KEY", "").strip() or None
+        if token is None:
+            return None
+        digest = hashlib.sha256(token.encode("latin-1", "replace")).digest()
+        found = None
+        for key_id, expected, servers in self._digests:
+            if hmac.compare_digest(digest, expected) and found is None:
+                found = (key_id, servers)
+        return found
+
+    def _listing(self, environ, start_response, event, started, allowed):
+        base = self.config.public_url or _request_base(environ)
+        data = [protocol.listing_entry(s, base) for s in self.config.servers if s.name in allowed]
+        body = json.dumps({"object": "list", "data": data}).encode()
+        return self._answer_body(start_response, event, started, 200, body)
+
+    def _read_body(self, environ):
+        limit = self.config.max_request_bytes
+        stream = environ.get("wsgi.input")
+        length = environ.get("CONTENT_LENGTH") or ""
+        if length:
+            try:
+                size = int(length)
+            except ValueError:
+                return (400, "bad_request", "Content-Length is not a number")
+            if size < 0:
+                return (400, "bad_request", "Content-Length is negative")
+            if size > limit:
+                return (413, "too_large", f"the request body is over {limit} bytes")
+            body = stream.read(size) if size and stream is not None else b""
+            if len(body) != size:
+                return (400, "bad_request", "the request body ended early")
+            return body
+        if stream is not None and environ.get("wsgi.input_terminated"):
+            body = stream.read(limit + 1)
+            if len(body) > limit:
+                return (413, "too_large", f"the request body is over {limit} bytes")
+            return body
+        return b""
+
+    def _relay(self, environ, start_response, event, started, server: GatewayServer, url, body):
+        client = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items()
+                  if k.startswith("HTTP_")]
+        if environ.get("CONTENT_TYPE"):
+            client.append(("Content-Type", environ["CONTENT_TYPE"]))
+        headers = protocol.request_headers(client)
+        headers.update(self.config.upstream_headers(server))
+        timeouts = self.config.timeouts_for(server)
+        try:
+            response = self._session.request(
+                event["method"], url, data=body or None, headers=headers, stream=True,
+                allow_redirects=False, timeout=(timeouts.connect, timeouts.read))
+        except requests.exceptions.Timeout:
+            return self._answer(start_response, event, started, 502, "upstream_timeout",
+                                "the MCP server did not answer in time")
+        except requests.exceptions.RequestException:
+            return self._answer(start_response, event, started, 502, "upstream_unreachable",
+                                "the MCP server could not be reached")
+        relayed = [(k, v) for k, v in response.raw.headers.items()
+                   if protocol.response_header_allowed(k)]
+        status = _status_line(response.status_code)
+        event["status"] = response.status_code
+        event_stream = protocol.is_event_stream(response.headers.get("Content-Type"))
+        length = _content_length(response)
+        if not event_stream and length is not None and length <= BUFFER_LIMIT:
+            try:
+                data = response.raw.read(decode_content=True)
+            except Exception:  # the upstream broke off mid-answer: nothing was sent yet
+                response.close()
+                return self._answer(start_response, event, started, 502, "upstream_broken",
+                                    "the MCP server broke off its answer")
+            response.close()
+            start_response(status, relayed + [("Content-Length", str(len(data)))])
+            event["response_bytes"] = len(data)
+            self._emit(event, started)
+            return [data]
+        if event_stream:
+            relayed.append(("X-Accel-Buffering", "no"))  # tells a fronting nginx not to buffer
+        start_response(status, relayed)
+        stream = _Stream(self, response, event, started)
+        disconnected = environ.get("waitress.client_disconnected")
+        if callable(disconnected):
+            self._watch(stream, disconnected)
+        return stream
+
+    def _answer(self, start_response, event, started, status: int, kind: str, message: str,
+                extra: list | None = None):
+        body = json.dumps({"error": {"type": kind, "message": message}}).encode()
+        return self._answer_body(start_response, event, started, status, body, extra)
+
+    def _answer_body(self, start_response, event, started, status, body, extra=None):
+        start_response(_status_line(status), [("Content-Type", "application/json"),
+                                              ("Content-Length", str(len(body)))] + (extra or []))
+        event["status"] = status
+        event["response_bytes"] = len(body)
+        self._emit(event, started)
+        return [body]
+
+    def _emit(self, event: dict, started: float) -> None:
+        event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        event = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event}
+        if self._usage_fd is not None:
+            try:
+                os.write(self._usage_fd, (json.dumps(event) + "\n").encode())
+            except OSError:
+                log.exception("gateway: cannot write the usage log")
+        if self.on_usage is not None:
+            try:
+                self.on_usage(event)
+            except Exception:
+                log.exception("gateway: the usage callback failed")
+
+    # -- clients that go away --------------------------------------------------------------
+
+    def _watch(self, stream: "_Stream", disconnected: Callable[[], bool]) -> None:
+        stream.disconnected = disconnected
+        with self._lock:
+            if self._closed:
+                return
+            self._watched.add(stream)
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch_loop,
+                                                 name="raider-gateway-watcher", daemon=True)
+                self._watcher.start()
+
+    def _unwatch(self, stream: "_Stream") -> None:
+        with self._lock:
+            self._watched.discard(stream)
+
+    def _watch_loop(self) -> None:
+        """Every WATCH_INTERVAL seconds, abort the upstream of each stream whose client left;
+        exit when nothing is watched (the next stream starts a new watcher)."""
+        me = threading.current_thread()
+        while not self._stopping.wait(WATCH_INTERVAL):
+            with self._lock:
+                if self._watcher is not me:
+                    return
+                if not self._watched:
+                    self._watcher = None
+                    return
+                streams = list(self._watched)
+            for stream in streams:
+                try:
+                    gone = stream.disconnected()
+                except Exception:
+                    gone = False
+                if gone:
+                    stream.abort()
+
+
+class _Stream:
+    """A relayed answer as a WSGI iterable: each read of the upstream is yielded at once (the
+    WSGI server writes and flushes it); ``close()`` releases or closes the upstream response and
+    emits the usage event exactly once."""
+
+    def __init__(self, relay: Relay, response: requests.Response, event: dict, started: float):
+        self.relay, self.response, self.event, self.started = relay, response, event, started
+        self.disconnected: Callable[[], bool] = lambda: False
+        self.lock = threading.Lock()
+        self.closed = False
+        self.complete = False
+
+    def __iter__(self):
+        raw = self.response.raw
+        if hasattr(raw, "read1"):  # urllib3 2: whatever has arrived, up to CHUNK
+            chunks = iter(lambda: raw.read1(CHUNK), b"")
+        else:  # urllib3 1.26: one transfer chunk at a time
+            chunks = raw.stream(CHUNK, decode_content=True)
+        try:
+            for chunk in chunks:
+                self.event["response_bytes"] += len(chunk)
+                yield chunk
+            self.complete = "ended" not in self.event  # not cut short by abort()
+        except Exception as exc:  # the upstream broke off or timed out, or abort() cut it
+            log.debug("gateway: relayed answer ended early: %s", type(exc).__name__)
+            self.event.setdefault("ended", "upstream")
+
+    def abort(self) -> None:
+        """Shut the upstream socket so a blocked read returns (called from the watcher)."""
+        with self.lock:
+            if self.closed:
+                return
+            self.event["ended"] = "client"
+            shutdown = getattr(self.response.raw, "shutdown", None)
+            try:
+                if shutdown is not None:
+                    shutdown()
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+        self.relay._unwatch(self)
+        if not self.complete:
+            self.event.setdefault("ended", "client")
+        self.response.close()
+        self.relay._emit(self.event, self.started)
+
+
+def _upstream_session(pool_size: int) -> requests.Session:
+    """One Session for every upstream: pooled keep-alive connections, no proxies or .netrc
+    from the environment, no cookie jar shared between customers, identity encoding."""
+    session = requests.Session()
+    session.trust_env = False
+    session.headers.clear()
+    session.headers["User-Agent"] = "raider-sync-gateway"
+    session.headers["Accept-Encoding"] = "identity"
+    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    adapter = HTTPAdapter(pool_connections=16, pool_maxsize=pool_size, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def _status_line(code: int) -> str:
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"{code} Unknown"
+
+
+def _content_length(response: requests.Response) -> Optional[int]:
+    if "chunked" in response.headers.get("Transfer-Encoding", "").lower():
+        return None
+    try:
+        return int(response.headers["Content-Length"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _request_base(environ: dict) -> str:
+    scheme = environ.get("wsgi.url_scheme", "http")
+    host = environ.get("HTTP_HOST") or \
+        f"{environ.get('SERVER_NAME', 'localhost')}:{environ.get('SERVER_PORT', '80')}"
+    return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '')}"
+
+
+def make_app(config: GatewayConfig | str | os.PathLike, **kw: Any) -> Relay:
+    """A :class:`Relay` for ``config`` (a GatewayConfig or the path of a config file).
+    Raises ConfigError listing every problem of a bad config."""
+    if not isinstance(config, GatewayConfig):
+        config = GatewayConfig.load(config)
+    return Relay(config, **kw)
+
+
+def app_from_env() -> Relay:
+    """The relay for the config file named by ``$RAIDER_GATEWAY_CONFIG`` (for gunicorn:
+    ``'raider_sync.gateway.relay:app_from_env()'``). Raises ConfigError when unset or bad."""
+    path = os.environ.get(CONFIG_ENV)
+    if not path:
+        raise ConfigError(f"set {CONFIG_ENV} to the gateway's config file")
+    return make_app(path)
