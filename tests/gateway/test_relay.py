@@ -14,11 +14,7 @@ from raider_sync.errors import ConfigError
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
 
-import gateway_fixtures
-from gateway_fixtures import ALICE, BOB, UPSTREAM_TOKEN, free_port, wait_until
-
-make_gateway = gateway_fixtures.make_gateway  # the fixtures this module uses
-upstream = gateway_fixtures.upstream
+from gateway.support import ALICE, BOB, UPSTREAM_TOKEN, free_port, wait_until
 
 AUTH = {"Authorization": f"Bearer {ALICE}"}
 

@@ -1,9 +1,5 @@
-"""Fixtures for the gateway: a relay served by waitress on port 0, a fake upstream for faults
-and header echoes, and the real peers (server-everything, the SDK's server) over HTTP.
-
-Test modules import the fixtures they use from here (a module of its own rather than a second
-``conftest.py``, whose module name would shadow the root one for ``from conftest import``).
-"""
+"""What the gateway's tests share: keys, a relay served by waitress on port 0, a fake upstream
+for faults and header echoes, and starting real peers over HTTP (fixtures: conftest.py)."""
 from __future__ import annotations
 
 import http.client
@@ -17,40 +13,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-import pytest
-
+from conftest import SDK_SERVER, free_port, wait_for_port
 from raider_sync.gateway.cli import Serving
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SDK_SERVER = os.path.join(os.path.dirname(HERE), "peers", "sdk_server.py")
 
 ALICE = "alice-key-0123456789"
 BOB = "bob-key-9876543210"
 UPSTREAM_TOKEN = "operator-upstream-token"
 GATE_TIMEOUT = 10.0
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float, proc: subprocess.Popen) -> None:
-    """Poll (bounded) until something listens on ``port``; fail early if ``proc`` died."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before listening")
-        with socket.socket() as sock:
-            sock.settimeout(0.2)
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listened on port {port} within {timeout} s")
+SDK_HTTP_COMMAND = [sys.executable, SDK_SERVER, "streamable-http", "{port}"]
 
 
 def wait_until(predicate, timeout: float = 10.0) -> bool:
@@ -94,31 +66,9 @@ class Gateway:
             conn.close()
 
 
-@pytest.fixture
-def make_gateway():
-    """``make_gateway(servers, keys=None, env=None, **settings)`` -> a running Gateway; the
-    default key ``alice`` (value ALICE) may use every server given."""
-    made: list[Gateway] = []
-
-    def make(servers: list[dict], keys: list[dict] | None = None, env: dict | None = None,
-             threads: int = 8, **settings) -> Gateway:
-        if keys is None:
-            keys = [{"id": "alice", "env": "ALICE", "servers": [s["name"] for s in servers]}]
-        data = {"servers": servers, "keys": keys, **settings}
-        config = GatewayConfig.from_dict(data, env={"ALICE": ALICE, "BOB": BOB,
-                                                   "UPSTREAM_TOKEN": UPSTREAM_TOKEN, **(env or {})})
-        gateway = Gateway(config, threads=threads)
-        made.append(gateway)
-        return gateway
-
-    yield make
-    for gateway in made:
-        gateway.stop()
-
-
 # -- a fake upstream for what real servers will not do on demand ---------------------------
 
-class _Upstream(ThreadingHTTPServer):
+class Upstream(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
 
@@ -142,7 +92,7 @@ class _Upstream(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = GATE_TIMEOUT  # no handler waits for a next request longer than this
-    server: _Upstream
+    server: Upstream
 
     def setup(self):
         super().setup()
@@ -254,30 +204,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-@pytest.fixture
-def upstream():
-    """A fake upstream on port 0 (``.url``); ``.requests`` holds what it received."""
-    server = _Upstream()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="fake-upstream")
-    thread.start()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield server
-    finally:
-        server.gate.set()
-        server.shutdown()
-        server.close_connections()
-        server.server_close()
-        thread.join(10)
-
-
 # -- real peers over Streamable HTTP ------------------------------------------------------
 
-def _spawn(command: list[str], env: dict | None = None) -> tuple[subprocess.Popen, int]:
+def spawn(command: list[str]) -> tuple[subprocess.Popen, int]:
+    """Start a peer on a free port (``{port}`` in ``command`` and ``$PORT``); wait until it
+    listens (bounded). Returns (process, port)."""
     port = free_port()
-    proc = subprocess.Popen(command + ([] if env is not None else [str(port)]),
-                            env={**os.environ, **(env or {}), "PORT": str(port)},
+    proc = subprocess.Popen([part.replace("{port}", str(port)) for part in command],
+                            env={**os.environ, "PORT": str(port)},
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -289,26 +223,10 @@ def _spawn(command: list[str], env: dict | None = None) -> tuple[subprocess.Pope
     return proc, port
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
-
-
-@pytest.fixture(scope="session")
-def everything_http(everything_js):
-    """server-everything in streamableHttp mode: its MCP URL."""
-    proc, port = _spawn(["node", everything_js, "streamableHttp"], env={})
-    yield f"http://127.0.0.1:{port}/mcp"
-    _stop(proc)
-
-
-@pytest.fixture(scope="session")
-def sdk_http():
-    """The official SDK's server over Streamable HTTP (SSE answers): its MCP URL."""
-    proc, port = _spawn([sys.executable, SDK_SERVER, "streamable-http"])
-    yield f"http://127.0.0.1:{port}/mcp"
-    _stop(proc)

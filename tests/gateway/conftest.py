@@ -1,0 +1,67 @@
+"""Gateway fixtures: ``make_gateway`` (relays on port 0), ``upstream`` (a fake upstream) and the
+real peers over Streamable HTTP (``everything_http``, ``sdk_http``), started once per worker."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from gateway.support import (ALICE, BOB, SDK_HTTP_COMMAND, UPSTREAM_TOKEN, Gateway, Upstream,
+                             spawn, stop)
+from raider_sync.gateway.config import GatewayConfig
+
+
+@pytest.fixture
+def make_gateway():
+    """``make_gateway(servers, keys=None, env=None, **settings)`` -> a running Gateway; the
+    default key ``alice`` (value ALICE) may use every server given."""
+    made: list[Gateway] = []
+
+    def make(servers: list[dict], keys: list[dict] | None = None, env: dict | None = None,
+             threads: int = 8, **settings) -> Gateway:
+        if keys is None:
+            keys = [{"id": "alice", "env": "ALICE", "servers": [s["name"] for s in servers]}]
+        data = {"servers": servers, "keys": keys, **settings}
+        config = GatewayConfig.from_dict(data, env={"ALICE": ALICE, "BOB": BOB,
+                                                   "UPSTREAM_TOKEN": UPSTREAM_TOKEN, **(env or {})})
+        gateway = Gateway(config, threads=threads)
+        made.append(gateway)
+        return gateway
+
+    yield make
+    for gateway in made:
+        gateway.stop()
+
+
+@pytest.fixture
+def upstream():
+    """A fake upstream on port 0 (``.url``); ``.requests`` holds what it received."""
+    server = Upstream()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="fake-upstream")
+    thread.start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield server
+    finally:
+        server.gate.set()
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def everything_http(everything_js):
+    """server-everything in streamableHttp mode: its MCP URL."""
+    proc, port = spawn(["node", everything_js, "streamableHttp"])
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def sdk_http():
+    """The official SDK's server over Streamable HTTP (SSE answers): its MCP URL."""
+    proc, port = spawn(SDK_HTTP_COMMAND)
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop(proc)
