@@ -291,6 +291,7 @@ class StreamableHttpTransport(Transport):
                             f"{MAX_RESUMES} times"))
                     return
                 response = self._resume(parser.last_event_id, deadline)
+                parser.reconnected()
                 answered = self._pump(response, parser, deadline, request_id)
         except DeadlinePassed:
             return
@@ -429,8 +430,9 @@ class StreamableHttpTransport(Transport):
             listener = self._listener
             if listener is not None and listener is not threading.current_thread():
                 listener.join(10)
+            # queued readers still run (and close their responses) but find their sockets shut
             in_reader = getattr(self._local, "reader", False)
-            self._readers.shutdown(wait=not in_reader, cancel_futures=True)
+            self._readers.shutdown(wait=not in_reader)
             self.channel.close()
             self._closed = True
 

@@ -97,7 +97,8 @@ class HttpChannel:
         self._auth_generation = 0
         self._auth_lock = threading.Lock()
         self._sockets: set[HTTPConnection] = set()
-        self._sockets_lock = threading.Lock()
+        self._sockets_lock = threading.Condition()  # also guards aborted and _in_flight
+        self._in_flight = 0
         self.aborted = False
         self.http = requests.Session()
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=_POOL_SIZE)
@@ -182,8 +183,18 @@ class HttpChannel:
         return response
 
     def _send(self, method, url, headers, deadline, data, read_timeout) -> requests.Response:
-        if self.aborted:
-            raise TransportError(f"{url}: the connection was closed")
+        with self._sockets_lock:
+            if self.aborted:
+                raise TransportError(f"{url}: the connection was closed")
+            self._in_flight += 1
+        try:
+            return self._send_now(method, url, headers, deadline, data, read_timeout)
+        finally:
+            with self._sockets_lock:
+                self._in_flight -= 1
+                self._sockets_lock.notify_all()
+
+    def _send_now(self, method, url, headers, deadline, data, read_timeout) -> requests.Response:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -279,27 +290,37 @@ class HttpChannel:
     # -- stopping --------------------------------------------------------------------------
 
     def abort(self) -> None:
-        """Shut down every connection, waking each thread blocked on one. New exchanges fail."""
-        self.aborted = True
+        """Shut down every connection, waking each thread blocked on one. New exchanges fail
+        (a connection opened by one already under way is shut at once)."""
+        with self._sockets_lock:
+            self.aborted = True
+            connections = list(self._sockets)
+        for connection in connections:
+            _shut(connection)
+
+    def close(self) -> None:
+        """:meth:`abort`, wait (at most 5 s) for the exchanges under way to fail, close the
+        pool, then every connection still open: one whose body a thread of the owner's was
+        still reading may be put back into the pool after the pool closed (urllib3 does not
+        guard that), and must not keep its socket. Safe to call twice."""
+        self.abort()
+        with self._sockets_lock:
+            self._sockets_lock.wait_for(lambda: self._in_flight == 0, 5.0)
+        self.http.close()
         with self._sockets_lock:
             connections = list(self._sockets)
         for connection in connections:
-            sock = connection.sock
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        """:meth:`abort`, then close the pool. Safe to call twice."""
-        self.abort()
-        self.http.close()
+            try:
+                connection.close()
+            except Exception:  # noqa: BLE001 - closing what another thread may hold
+                pass
 
     def _track(self, connection: HTTPConnection, add: bool) -> None:
         with self._sockets_lock:
             if add:
                 self._sockets.add(connection)
+                if self.aborted:
+                    _shut(connection)
             else:
                 self._sockets.discard(connection)
 
@@ -313,6 +334,15 @@ def _left(deadline: float | None, cap: float) -> float:
     if deadline is None:
         return cap
     return max(0.0, min(cap, deadline - time.monotonic()))
+
+
+def _shut(connection: HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _socket_of(raw) -> socket.socket | None:

@@ -46,6 +46,14 @@ class SseParser:
         self._event = ""
         self._id = last_event_id          # the spec's "last event ID buffer"
 
+    def reconnected(self) -> None:
+        """A new connection continues the stream: drop the unfinished line and event of the
+        old one, keep ``last_event_id`` and ``retry``."""
+        self._partial = []
+        self._after_cr = False
+        self._data, self._event = [], ""
+        self._id = self.last_event_id
+
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Parse ``chunk``; return the events it completed (possibly none)."""
         if self._after_cr:

@@ -1,0 +1,282 @@
+"""Streamable HTTP against tests/fakes/http_fault_server.py: the faults real servers will not
+produce on demand (cut streams, retry:, 500s, junk, endless answers, 401s, forgotten sessions,
+the stateless revision's refusal)."""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import threading
+import time
+
+import pytest
+from conftest import config_of
+from fakes.http_fault_server import FaultServer
+
+from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
+                         TransportError)
+from raider_sync.protocol import STATELESS_REASON
+
+WAIT = 10.0
+
+
+def poll(predicate, timeout: float = WAIT, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def fake():
+    """``fake(**options)``: a started FaultServer, stopped afterwards."""
+    servers: list[FaultServer] = []
+
+    def make(**options) -> FaultServer:
+        server = FaultServer(**options).__enter__()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def connect():
+    """``connect(url_or_fake, **options)``: a started McpServer, stopped afterwards."""
+    clients: list[McpServer] = []
+
+    def make(target, entry: dict | None = None, env: dict | None = None, **options):
+        url = target if isinstance(target, str) else target.url
+        spec = config_of({"fault": {"type": "http", "url": url, **(entry or {})}},
+                         env=env).server("fault")
+        client = McpServer(spec, **options)
+        clients.append(client)
+        client.start_f().result(WAIT)
+        return client
+
+    yield make
+    for client in clients:
+        client.stop()
+
+
+def text(result: dict) -> str:
+    return result["content"][0]["text"]
+
+
+@pytest.mark.parametrize("answer", ["sse", "json"])
+def test_plain_call_in_both_answer_modes(fake, connect, answer):
+    server = fake(answer=answer)
+    client = connect(server)
+    assert client.status == "connected", client.reason
+    assert "mcp__fault__echo" in client.tool_names
+    assert text(client.call_tool("echo", {"x": 1})) == "echo: {'x': 1}"
+
+
+def test_headers_session_and_protocol_version_on_every_request(fake, connect):
+    server = fake()
+    client = connect(server, {"headers": {"X-Team": "${TEAM}"}}, env={"TEAM": "blue"})
+    client.call_tool("echo", {})
+    client.stop()
+    assert [m for m, *_ in server.seen][:1] == ["POST"]
+    first, *later = server.seen
+    assert first[3]["method"] == "initialize"
+    assert "mcp-session-id" not in first[2] and "mcp-protocol-version" not in first[2]
+    assert "application/json" in first[2]["accept"] and "text/event-stream" in first[2]["accept"]
+    kinds = {method for method, *_ in later}
+    assert kinds == {"POST", "GET", "DELETE"}
+    for _method, _path, headers, _body in server.seen:
+        assert headers["x-team"] == "blue"
+    for _method, _path, headers, _body in later:
+        assert headers["mcp-session-id"] == "s1"
+        assert headers["mcp-protocol-version"] == "2025-11-25"
+
+
+def test_stream_cut_mid_answer_is_resumed_with_last_event_id(fake, connect):
+    server = fake(retry_ms=300)
+    client = connect(server)
+    progress = []
+    result = client.call_tool("cut", {"n": 1}, timeout=WAIT,
+                              on_progress=lambda *args: progress.append(args))
+    assert text(result) == "cut: {'n': 1}"
+    resumed = [(at, last) for at, last in server.get_times if last == "c2"]
+    assert len(resumed) == 1, server.get_times
+    # retry: 300 came with the priming event; the resumption waited for it
+    assert resumed[0][0] - server.cut_at >= 0.29
+    assert progress == [(1, 2, None)]
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def test_get_stream_reconnects_after_retry_with_last_event_id(fake, connect):
+    server = fake(get_stream="close", retry_ms=200)
+    changed = threading.Event()
+    client = connect(server, on_tools_changed=lambda s: changed.set())
+    assert changed.wait(WAIT), "the list_changed on the GET stream was not dispatched"
+    poll(lambda: len(server.get_times) >= 2, what="a second GET")
+    (first_at, first_last), (second_at, second_last) = server.get_times[:2]
+    assert first_last is None and second_last == "g1"
+    assert second_at - first_at >= 0.19
+    assert client.status == "connected"
+
+
+def test_405_means_no_get_stream(fake, connect):
+    server = fake(get_stream="405")
+    client = connect(server)
+    poll(lambda: not any(t.name == "raider-fault-listen" for t in threading.enumerate()),
+         what="the listener to give up")
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def test_a_500_fails_that_call_only_with_status_and_body(fake, connect):
+    client = connect(fake())
+    with pytest.raises(TransportError) as caught:
+        client.call_tool("fail500", {})
+    assert caught.value.status_code == 500
+    assert "boom: the fake server failed inside" in caught.value.body
+    assert "HTTP 500" in str(caught.value)
+    assert client.status == "connected"
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def test_an_answer_that_is_not_json_fails_that_call_only(fake, connect):
+    client = connect(fake())
+    with pytest.raises(TransportError, match="not a JSON-RPC answer") as caught:
+        client.call_tool("notjson", {})
+    assert caught.value.status_code == 200 and "not</b> json" in caught.value.body
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def test_garbage_sse_lines_are_skipped(fake, connect):
+    client = connect(fake())
+    assert text(client.call_tool("garbage", {"g": 1})) == "garbage: {'g': 1}"
+
+
+def test_stream_ending_without_answer_or_id_fails_clearly(fake, connect):
+    client = connect(fake())
+    with pytest.raises(McpError, match="before answering") as caught:
+        client.call_tool("drop", {})
+    assert caught.value.code == -32000
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def test_never_ending_answer_hits_the_call_timeout_and_is_cancelled(fake, connect):
+    server = fake()
+    client = connect(server)
+    started = time.monotonic()
+    future = client.call_tool_f("endless", {}, timeout=0.5)
+    with pytest.raises(ToolTimeout, match="timed out after 0.5 s"):
+        future.result(WAIT)
+    assert time.monotonic() - started < 2.0
+    poll(lambda: server.cancelled, what="notifications/cancelled")
+    calls = [b["id"] for m, _p, _h, b in server.seen if m == "POST" and b.get("method") == "tools/call"]
+    assert server.cancelled == calls
+    # the stream's reader let go of it by the deadline: nothing still reads it
+    poll(lambda: not any(t.name.startswith("raider-fault-stream") and t.is_alive()
+                         and _busy(t) for t in threading.enumerate()), what="reader freed")
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def _busy(thread: threading.Thread) -> bool:
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "_read_answer":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_stop_during_an_endless_answer_returns_promptly(fake, connect):
+    server = fake()
+    client = connect(server)
+    future = client.call_tool_f("endless", {}, timeout=60)
+    poll(lambda: "tools/call" in server.methods(), what="the call to reach the server")
+    started = time.monotonic()
+    client.stop()
+    assert time.monotonic() - started < 5.0
+    with pytest.raises((ConnectionClosed, NotConnected)):
+        future.result(WAIT)
+
+
+def test_delete_on_stop_carries_the_session(fake, connect):
+    server = fake()
+    client = connect(server)
+    client.stop()
+    deletes = [headers for method, _p, headers, _b in server.seen if method == "DELETE"]
+    assert len(deletes) == 1 and deletes[0]["mcp-session-id"] == "s1"
+    assert client.status == "stopped"
+
+
+def test_forgotten_session_is_renewed_once_and_the_call_retried(fake, connect):
+    server = fake()
+    relisted = threading.Event()
+    client = connect(server, on_tools_changed=lambda s: relisted.set())
+    server.forget_sessions()
+    assert text(client.call_tool("echo", {"after": "restart"})) == "echo: {'after': 'restart'}"
+    assert server.methods().count("initialize") == 2
+    assert server.methods().count("notifications/initialized") == 2
+    assert relisted.wait(WAIT)
+    poll(lambda: server.methods().count("tools/list") >= 2, what="tools listed again")
+    posted = [h.get("mcp-session-id") for m, _p, h, b in server.seen
+              if m == "POST" and b.get("method") == "tools/call"]
+    assert posted == ["s1", "s2"]
+
+
+def test_session_renewal_that_fails_fails_the_call_clearly(fake, connect):
+    server = fake()
+    client = connect(server)
+    server.forget_sessions()
+    server.initialize = "stateless400"
+    with pytest.raises(TransportError, match="no longer knows the session") as caught:
+        client.call_tool("echo", {})
+    assert "could not be started" in str(caught.value)
+    server.initialize = "ok"  # the server is back: the next call renews and works
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+@pytest.mark.parametrize("refusal", ["stateless400", "stateless32022"])
+def test_stateless_only_server_fails_with_the_seeds_reason(fake, connect, refusal):
+    client = connect(fake(initialize=refusal))
+    assert client.status == "failed"
+    assert client.reason == STATELESS_REASON
+
+
+def test_headers_helper_runs_again_once_on_401(fake, connect, tmp_path):
+    counter = tmp_path / "count"
+    helper = tmp_path / "helper.sh"
+    helper.write_text('n=$(( $(cat "$COUNTER" 2>/dev/null || echo 0) + 1 ))\n'
+                      'echo $n > "$COUNTER"\n'
+                      'printf \'{"Authorization": "Bearer t%s"}\' $n\n')
+    helper.chmod(helper.stat().st_mode | stat.S_IXUSR)
+    server = fake(token_from=2)
+    client = connect(server, {"headersHelper": str(helper)},
+                     base_env={**os.environ, "COUNTER": str(counter)})
+    assert client.status == "connected", client.reason
+    assert counter.read_text().strip() == "2"
+    auths = [h.get("authorization") for _m, _p, h, _b in server.seen]
+    assert auths[:2] == ["Bearer t1", "Bearer t2"]
+    assert set(auths[2:]) == {"Bearer t2"}
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def test_failing_headers_helper_fails_the_start(fake, connect):
+    client = connect(fake(), {"headersHelper": "echo no json here"})
+    assert client.status == "failed"
+    assert "headersHelper" in client.reason and "JSON object" in client.reason
+
+
+def test_unreachable_server_fails_the_start_with_the_url():
+    from conftest import free_port
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    spec = config_of({"gone": {"type": "http", "url": url}}).server("gone")
+    client = McpServer(spec, startup_timeout_ms=5000)
+    try:
+        client.start_f().result(WAIT)
+        assert client.status == "failed"
+        assert url in client.reason and "cannot connect" in client.reason
+    finally:
+        client.stop()
