@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -58,7 +59,8 @@ def unreachable(exc: BaseException, url: str) -> TransportError:
     elif isinstance(exc, requests.exceptions.ConnectionError):
         reason = exc.args[0] if exc.args else exc
         reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the cause
-        what = f"cannot connect: {_short(str(reason))}"
+        text = re.sub(r"^\w+\(host=[^)]*\): ", "", str(reason))  # urllib3 names its connection
+        what = f"cannot connect: {_short(text)}"
     else:
         what = _short(f"{type(exc).__name__}: {exc}")
     return TransportError(f"{url}: {what}")
@@ -362,6 +364,7 @@ def _tracking_pools(channel: HttpChannel) -> dict[str, type]:
             def close(self):
                 channel._track(self, False)
                 super().close()
+        Tracked.__name__ = Tracked.__qualname__ = base.__name__
         return Tracked
 
     class Pool(HTTPConnectionPool):

@@ -1,0 +1,209 @@
+"""McpServer over Streamable HTTP against real peers: server-everything (every answer an event
+stream with priming events) and the official SDK's server in JSON and SSE answer modes,
+stateful and stateless."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import requests
+from conftest import everything_available
+from fakes.http_peers import HttpPeer
+
+from raider_sync import McpServer, ToolTimeout
+from raider_sync.transports.http import StreamableHttpTransport
+
+WAIT = 15.0
+
+PEERS = {
+    "everything": lambda: HttpPeer.everything(),
+    "sdk-sse": lambda: HttpPeer.sdk(),
+    "sdk-json": lambda: HttpPeer.sdk("--json"),
+    "sdk-sse-stateless": lambda: HttpPeer.sdk("--stateless"),
+    "sdk-json-stateless": lambda: HttpPeer.sdk("--json", "--stateless"),
+}
+# what each peer calls its echo, its slow tool with progress, and echo's answer to "hi"
+ECHO = {"everything": ("echo", "Echo: hi"), "sdk": ("echo", "hi")}
+
+
+def family(kind: str) -> str:
+    return "everything" if kind == "everything" else "sdk"
+
+
+def poll(predicate, timeout: float = WAIT, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        time.sleep(0.02)
+
+
+def need(kind: str) -> None:
+    if kind == "everything" and not everything_available():
+        pytest.skip("server-everything is not installed: run `make peers`")
+
+
+@pytest.fixture(scope="module", params=list(PEERS))
+def peer(request):
+    need(request.param)
+    server = PEERS[request.param]()
+    server.kind_name = request.param
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def client(peer):
+    """A connected McpServer on the module's peer, stopped afterwards."""
+    clients: list[McpServer] = []
+
+    def make(**options) -> McpServer:
+        server = McpServer(peer.spec("peer"), **options)
+        clients.append(server)
+        server.start_f().result(WAIT)
+        assert server.status == "connected", server.reason
+        return server
+
+    yield make
+    for server in clients:
+        server.stop()
+
+
+def test_handshake_and_tools(peer, client):
+    srv = client()
+    assert srv.protocol_version == "2025-11-25"
+    assert srv.server_info["name"] in ("mcp-servers/everything", "raider-test-sdk")
+    tool, _ = ECHO[family(peer.kind_name)]
+    assert f"mcp__peer__{tool}" in srv.tool_names
+    assert isinstance(srv._transport, StreamableHttpTransport)
+    if peer.kind_name.endswith("stateless"):
+        assert srv._transport.session_id is None
+    else:
+        assert srv._transport.session_id
+
+
+def test_call_prompts_and_resources(peer, client):
+    srv = client()
+    tool, answer = ECHO[family(peer.kind_name)]
+    result = srv.call_tool(f"mcp__peer__{tool}", {"message": "hi"})
+    assert result["content"][0]["text"] == answer
+    prompts = srv.list_prompts()
+    assert prompts
+    resources = srv.list_resources()
+    assert resources
+    contents = srv.read_resource(resources[0]["uri"])
+    assert contents and contents[0]["uri"] == resources[0]["uri"]
+    if family(peer.kind_name) == "sdk":
+        prompt = srv.get_prompt("greet", {"name": "Ada"})
+        assert "Ada" in prompt["messages"][0]["content"]["text"]
+    else:
+        prompt = srv.get_prompt("args-prompt", {"city": "Oslo"})
+        assert "Oslo" in prompt["messages"][0]["content"]["text"]
+
+
+def _slow(kind: str, seconds: float) -> tuple[str, dict]:
+    if family(kind) == "everything":
+        return "mcp__peer__trigger-long-running-operation", {"duration": seconds, "steps": 4}
+    return "mcp__peer__slow", {"seconds": seconds, "steps": 4}
+
+
+def test_progress_arrives_on_the_answer_stream(peer, client):
+    if "json" in peer.kind_name:
+        pytest.skip("a JSON answer carries no progress notifications")
+    srv = client()
+    progress = []
+    name, args = _slow(peer.kind_name, 0.4)
+    srv.call_tool(name, args, on_progress=lambda p, total, message: progress.append((p, total)))
+    # the last one may race the answer (the session drops progress of a settled request)
+    steps = [p for p, _ in progress]
+    assert steps[:3] == [1, 2, 3] and steps == sorted(set(steps))
+    assert {total for _, total in progress} == {4}
+
+
+def test_timeout_cancels_then_another_call_works(peer, client):
+    srv = client()
+    sent = []
+    transport = srv._transport
+    original = transport.send
+
+    def spy(message, **kw):
+        sent.append(message)
+        return original(message, **kw)
+
+    transport.send = spy
+    name, args = _slow(peer.kind_name, 5)
+    started = time.monotonic()
+    with pytest.raises(ToolTimeout, match="timed out after 0.5 s"):
+        srv.call_tool(name, args, timeout=0.5)
+    assert time.monotonic() - started < 2.5
+    call_id = next(m["id"] for m in sent if m.get("method") == "tools/call")
+    poll(lambda: any(m.get("method") == "notifications/cancelled"
+                     and m["params"]["requestId"] == call_id for m in sent),
+         what="notifications/cancelled")
+    tool, answer = ECHO[family(peer.kind_name)]
+    assert srv.call_tool(f"mcp__peer__{tool}", {"message": "hi"})["content"][0]["text"] == answer
+
+
+def test_list_changed_arrives_on_the_get_stream(peer, client):
+    if peer.kind_name.endswith("stateless"):
+        pytest.skip("a stateless server has no GET stream to announce anything on")
+    changed = threading.Event()
+    srv = client(on_tools_changed=lambda s: changed.set())
+    if family(peer.kind_name) == "everything":
+        # it announces the tools it registers after notifications/initialized
+        assert changed.wait(WAIT)
+    else:
+        srv.call_tool("mcp__peer__grow", {})
+        assert changed.wait(WAIT)
+        poll(lambda: "mcp__peer__extra" in [t["name"] for t in srv.list_tools()],
+             what="the re-listed tools")
+    assert any(t.name == "raider-peer-listen" for t in threading.enumerate())
+
+
+def test_stop_deletes_the_session(peer, client):
+    if peer.kind_name.endswith("stateless"):
+        pytest.skip("no session to delete")
+    srv = client()
+    sid = srv._transport.session_id
+    headers = {"Accept": "application/json, text/event-stream", "Mcp-Session-Id": sid,
+               "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
+    ping = b'{"jsonrpc":"2.0","id":99,"method":"ping"}'
+    with requests.Session() as http:
+        alive = http.post(peer.url, data=ping, headers=headers, timeout=WAIT)
+        assert alive.status_code == 200
+        srv.stop()
+        assert srv.status == "stopped"
+        gone = http.post(peer.url, data=ping, headers=headers, timeout=WAIT)
+    # the SDK answers an unknown session 404; server-everything 400 "No valid session ID"
+    assert gone.status_code in (400, 404)
+    assert not any(t.name.startswith("raider-peer-") for t in threading.enumerate()
+                   if t.is_alive() and t.name != "raider-peer-relist")
+
+
+@pytest.mark.parametrize("kind", ["sdk-sse", "sdk-json", "everything"])
+def test_session_expiry_after_a_restart_renews_and_relists(kind):
+    need(kind)
+    peer = PEERS[kind]().start()
+    relisted = threading.Event()
+    srv = McpServer(peer.spec("peer"), on_tools_changed=lambda s: relisted.set())
+    try:
+        srv.start_f().result(WAIT)
+        assert srv.status == "connected", srv.reason
+        old = srv._transport.session_id
+        peer.restart()
+        relisted.clear()
+        tool, answer = ECHO[family(kind)]
+        result = srv.call_tool(f"mcp__peer__{tool}", {"message": "hi"}, timeout=WAIT)
+        assert result["content"][0]["text"] == answer
+        assert srv._transport.session_id not in (None, old)
+        assert relisted.wait(WAIT), "the tools were not listed again"
+        assert f"mcp__peer__{tool}" in [t["name"] for t in srv.list_tools()]
+        assert srv.status == "connected"
+    finally:
+        srv.stop()
+        peer.close()
