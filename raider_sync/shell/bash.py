@@ -41,6 +41,7 @@ from .texts import (entry_status, monitor_started, moved_to_background, not_runn
                     output_status, shell_notification, started_in_background, stopped, unknown)
 
 Result = tuple[str, bool]
+CLOSED = "Error: the shell tools are closed"
 CallerLike = Union[Caller, dict, None]
 
 
@@ -117,6 +118,8 @@ class BashTools:
         command = inp.get("command")
         if not isinstance(command, str) or not command.strip():
             return resolved(("Error: command must be a non-empty string", True))
+        if not self._finalizer.alive:
+            return resolved((CLOSED, True))
         cwd = caller.working_directory or self.working_directory
         refused = self._refusal(command, cwd)
         if refused:
@@ -232,6 +235,8 @@ class BashTools:
         command = inp.get("command")
         if not isinstance(command, str) or not command.strip():
             return resolved(("Error: command must be a non-empty string", True))
+        if not self._finalizer.alive:
+            return resolved((CLOSED, True))
         cwd = caller.working_directory or self.working_directory
         refused = self._refusal(command, cwd)
         if refused:
@@ -282,7 +287,8 @@ class BashTools:
         self._runtime.stop_all()
 
     def close(self) -> None:
-        """:meth:`stop_all` and close the tool server. Safe to call twice."""
+        """:meth:`stop_all` and close the tool server; later commands are refused. Safe to
+        call twice."""
         self._finalizer()
 
     # -- as tools -----------------------------------------------------------------------------
@@ -382,7 +388,7 @@ def _weak_handler(tools: BashTools, method: str, ref=None, caller_of=None) -> Ca
     def handler(arguments: dict, context: dict | None = None) -> Future:
         target = ref()
         if target is None:
-            return resolved(("Error: the shell tools are closed", True))
+            return resolved((CLOSED, True))
         if takes_caller and caller_of is not None:
             return getattr(target, method)(arguments, caller_of(context))
         return getattr(target, method)(arguments)
@@ -456,6 +462,7 @@ def _positive(value: Any) -> bool:
 def _shutdown(runtime: Runtime) -> None:
     """The finalizer: stop everything (also at interpreter exit)."""
     runtime.stop_all()
+    runtime.closed = True
     server = runtime.server
     if server is not None:
         try:

@@ -1,9 +1,9 @@
 """The output file of a command, and results cut to a character limit without loading it.
 
 A command writes its standard output and standard error into one :class:`OutputFile` (one
-open file description, so the order of writes is kept). The file is unlinked as soon as it
-is created: it lives exactly as long as the descriptors on it, so nothing is left on disk
-whatever happens to the process. Text is UTF-8 with undecodable bytes replaced.
+open file description, so the order of writes is kept). The file has no name (O_TMPFILE, or
+unlinked as soon as it is created): it lives exactly as long as the descriptors on it, so
+nothing is left on disk whatever happens to the process. Text is UTF-8 with undecodable bytes replaced.
 
 Results over ``limit`` characters keep their first and last half around
 ``... [N characters truncated] ...``. :func:`clip_region` reads only the head and the tail of
@@ -39,12 +39,7 @@ class OutputFile:
     """
 
     def __init__(self, directory: str | None = None):
-        fd, path = tempfile.mkstemp(prefix="raider-shell-", suffix=".output", dir=directory)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        self.fd: int | None = fd
+        self.fd: int | None = _anonymous_file(directory or tempfile.gettempdir())
         self._lock = threading.Lock()
 
     @property
@@ -96,6 +91,22 @@ class OutputFile:
             fd, self.fd = self.fd, None
         if fd is not None:
             os.close(fd)
+
+
+def _anonymous_file(directory: str) -> int:
+    """A read-write descriptor on a file without a name (O_TMPFILE where the system has
+    it, else a temporary file unlinked at once)."""
+    if hasattr(os, "O_TMPFILE"):
+        try:
+            return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        except OSError:
+            pass  # a file system without O_TMPFILE
+    fd, path = tempfile.mkstemp(prefix="raider-shell-", suffix=".output", dir=directory)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    return fd
 
 
 def read_text(fd: int, start: int, end: int) -> str:

@@ -103,12 +103,12 @@ class Reaper:
         waiter.start()
 
     def stop(self, timeout: float = JOIN_TIMEOUT) -> None:
-        """End the thread and join it (not when called from the thread itself). Pending
-        timers are dropped; posted calls still run."""
+        """End the thread and join it (not when called from the thread itself). Posted
+        calls still run, and so do pending timers, early: nothing waits for a time that
+        would never come."""
         with self._lock:
             thread, self._thread = self._thread, None
             waiters, self._waiters = self._waiters, []
-            self._timers.clear()
             if thread is None:
                 return
             self._wake()
@@ -157,6 +157,7 @@ class Reaper:
                 for fn in posted:
                     self._safely(fn)
                 if stopping:
+                    self._run_due_timers(everything=True)
                     return
                 self._run_due_timers()
                 with self._lock:
@@ -183,10 +184,10 @@ class Reaper:
                 if self._wake_w == wake_w:
                     self._wake_w = -1
 
-    def _run_due_timers(self) -> None:
+    def _run_due_timers(self, everything: bool = False) -> None:
         while True:
             with self._lock:
-                if not self._timers or self._timers[0][0] > time.monotonic():
+                if not self._timers or (not everything and self._timers[0][0] > time.monotonic()):
                     return
                 _, _, timer = heapq.heappop(self._timers)
             fn = timer.fn

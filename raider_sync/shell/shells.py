@@ -118,11 +118,15 @@ class Runtime:
         self._ids = itertools.count(1)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_threads: set[int] = set()
+        self.closed = False  # after the owner's end nothing starts a thread again
 
     # -- the pool -----------------------------------------------------------------------------
 
     def submit(self, fn: Callable[[], Any]) -> Future:
+        """Run ``fn`` on the pool (raises RuntimeError once closed: run it yourself)."""
         with self.lock:
+            if self.closed:
+                raise RuntimeError("the shell tools are closed")
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(POOL_WORKERS, "raider-shell-worker",
                                                 initializer=self._pool_started)
@@ -136,6 +140,9 @@ class Runtime:
         """A future of ``fn()`` run on the pool once ``done`` is done or ``timeout`` s
         passed, whichever comes first; no thread waits meanwhile."""
         outer: Future = Future()
+        if self.closed:  # no thread to wait on: answer now
+            _settle(outer, fn)
+            return outer
         claimed = threading.Lock()
 
         def go(_=None) -> None:
@@ -270,8 +277,8 @@ class Runtime:
             if shell.reaped:
                 return
             shell.stopping = True
-            signal_group(shell.proc.pid, signal.SIGTERM)
-            if shell.kill_timer is None:
+            signal_group(shell.proc.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
+            if shell.kill_timer is None and grace > 0:
                 shell.kill_timer = self.reaper.call_later(grace, lambda: self._kill(shell))
 
     def _kill(self, shell: Shell) -> None:
@@ -284,6 +291,9 @@ class Runtime:
         the output files and join the threads. Blocks for about ``grace`` s at most when
         something ignores SIGTERM."""
         grace = self.kill_grace if grace is None else grace
+        in_reaper = self.reaper.in_reaper()
+        if in_reaper:
+            grace = 0  # collected on the reaper thread itself: no timer will run after this
         with self.lock:
             shells = list(self.active)
             monitors = list(self.monitors.values())
@@ -291,7 +301,6 @@ class Runtime:
             self.request_stop(shell, grace)
         for monitor in monitors:
             monitor.stop()
-        in_reaper = self.reaper.in_reaper()
         for shell in shells:
             if not in_reaper:
                 _wait(shell.done, grace + STOP_SLACK)
@@ -306,14 +315,15 @@ class Runtime:
                     item.output.close()
 
     def shutdown_threads(self) -> None:
+        """Join the reaper (its pending timers run early, on the pool), then the pool."""
+        if not self.active:
+            self.reaper.stop(JOIN_TIMEOUT)
         with self.lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             in_pool = threading.get_ident() in self._pool_threads
             pool.shutdown(wait=not in_pool)
             self._pool_threads.clear()
-        if not self.active:
-            self.reaper.stop(JOIN_TIMEOUT)
 
     def background_pids(self) -> list[int]:
         with self.lock:

@@ -8,7 +8,7 @@ import pytest
 
 from raider_sync.shell import BashTools
 
-from shell_helpers import gone, wait_until
+from shell.shell_helpers import gone, wait_until
 
 
 def test_output_of_a_successful_command(shell):
@@ -109,7 +109,8 @@ def test_timeout_moves_the_command_to_the_background(shell, tasks, tmp_path):
             break
         time.sleep(0.05)
     assert answers[0].startswith("<status>running</status>")
-    assert "begun" in "".join(answers) and "finished" in answers[-1]
+    joined = "".join(answers)
+    assert joined.count("begun") == 1 and joined.count("finished") == 1
     assert answers[-1].startswith("<status>completed</status>\n<exit_code>0</exit_code>")
     notes = tasks.notifications("main", block=True, timeout=2)
     assert notes and "<task-id>bash_1</task-id>" in notes[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from shell_helpers import wait_for_file, wait_until
+from shell.shell_helpers import wait_for_file, wait_until
 
 
 def test_unknown_id(shell):
@@ -125,7 +125,7 @@ def test_output_file_is_released_once_read_to_the_end(shell):
     shell.bash_output({"bash_id": "bash_1", "block": True, "timeout": 5})
     leftover = [os.readlink(f"/proc/self/fd/{fd}") for fd in set(os.listdir("/proc/self/fd")) - before
                 if os.path.exists(f"/proc/self/fd/{fd}")]
-    assert not [target for target in leftover if "raider-shell-" in target]
+    assert not [target for target in leftover if target.endswith("(deleted)")]
 
 
 def test_moved_command_output_from_the_start(shell, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 
 import psutil
-from shell_helpers import gone, wait_for_file, wait_until
+from shell.shell_helpers import gone, wait_for_file, wait_until
 
 
 def test_kill_reaches_grandchildren(shell, tmp_path):
@@ -87,7 +87,7 @@ def test_stop_all_leaves_no_process(shell):
     descendants = [p.pid for p in me.children(recursive=True)]
     shell.stop_all()
     assert foreground.result(5) == ("Exit code 143", True)
-    assert all(gone(pid) for pid in descendants)
+    assert wait_until(lambda: all(gone(pid) for pid in descendants), 5)  # SIGKILL lands soon
     assert [s.status for s in shell.shells] == ["killed"] * 3
     # still usable afterwards
     assert shell.bash({"command": "echo again"}) == ("again", False)

@@ -7,7 +7,7 @@ import sys
 import threading
 import weakref
 
-from shell_helpers import gone, wait_for_file, wait_until
+from shell.shell_helpers import gone, wait_for_file, wait_until
 
 from raider_sync.shell import BashTools, Tasks
 
@@ -37,6 +37,7 @@ def test_close_is_idempotent(tmp_path):
     shell.close()
     shell.close()
     assert gone(pid)
+    assert shell.bash({"command": "echo late"}) == ("Error: the shell tools are closed", True)
 
 
 def test_context_manager_stops_shells(tmp_path):

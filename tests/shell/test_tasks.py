@@ -215,3 +215,12 @@ def test_kill_shell_asks_an_agent_to_stop(shell, tasks):
 def test_kill_shell_of_an_agent_without_stop(shell, tasks):
     tasks.register("agent")
     assert shell.kill_shell({"shell_id": "agent_1"}) == ("Error: task agent_1 cannot be stopped", True)
+
+
+def test_stop_all_ends_a_blocked_wait_for_an_agent(shell, tasks):
+    tasks.register("agent")
+    future = shell.bash_output_f({"bash_id": "agent_1", "block": True, "timeout": 60})
+    started = time.monotonic()
+    shell.stop_all()
+    assert future.result(5) == ("<status>running</status>", False)
+    assert time.monotonic() - started < 5
