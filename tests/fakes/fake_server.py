@@ -15,8 +15,12 @@ Modes:
   ask           send sampling/createMessage and ping to the client after initialized
   batch         answer tools/list inside a JSON-RPC batch (array)
   meta          tool results carry _meta with raider/ keys
+  lists         offer prompts and resources (a ui:// one and an mcp-app one among them);
+                the tools add-prompt / add-resource grow them and send list_changed
 Tools: echo, crash, big (20 MB text), sleep (never answers), error (JSON-RPC error),
-  answers (reports what the client answered to the "ask" requests).
+  answers (reports what the client answered to the "ask" requests), seen (every request and
+  notification received so far, as JSON [{method, params}]), stall (stops reading stdin and
+  never answers), log (sends notifications/message with the level and data given).
 """
 import json
 import os
@@ -27,6 +31,12 @@ import time
 
 MODES = set((sys.argv[1] if len(sys.argv) > 1 else "").split(","))
 answers = {}
+seen = []
+prompts = [{"name": "first", "description": "the first prompt",
+            "arguments": [{"name": "who", "required": True}]}]
+resources = [{"uri": "file:///a.txt", "name": "a", "mimeType": "text/plain"},
+             {"uri": "ui://widget", "name": "widget", "mimeType": "text/html"},
+             {"uri": "file:///app.html", "name": "app", "mimeType": "text/html;profile=mcp-app"}]
 
 
 def send(message):
@@ -41,7 +51,9 @@ def result(msg_id, value):
 
 
 def tools():
-    names = ["echo", "crash", "big", "sleep", "error", "answers"]
+    names = ["echo", "crash", "big", "sleep", "error", "answers", "seen", "stall", "log"]
+    if "lists" in MODES:
+        names += ["add-prompt", "add-resource"]
     if "collide" in MODES:
         names += ["a.b", "a_b"]
     return [{"name": n, "description": f"the {n} tool",
@@ -69,6 +81,24 @@ def call(msg_id, params):
               "error": {"code": -32000, "message": "it went wrong", "data": {"why": "test"}}})
     elif name == "answers":
         result(msg_id, {"content": [{"type": "text", "text": json.dumps(answers)}]})
+    elif name == "seen":
+        result(msg_id, {"content": [{"type": "text", "text": json.dumps(seen)}]})
+    elif name == "stall":
+        time.sleep(1000)
+    elif name == "log":
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": args.get("level", "info"), "logger": "fakelog",
+                         "data": args.get("data")}})
+        result(msg_id, {"content": [{"type": "text", "text": "logged"}]})
+    elif name == "add-prompt":
+        prompts.append({"name": f"prompt{len(prompts)}", "description": "added"})
+        send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
+        result(msg_id, {"content": [{"type": "text", "text": "added"}]})
+    elif name == "add-resource":
+        resources.append({"uri": f"file:///r{len(resources)}.txt", "name": "added",
+                          "mimeType": "text/plain"})
+        send({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
+        result(msg_id, {"content": [{"type": "text", "text": "added"}]})
     else:
         send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32602, "message": "no such tool"}})
 
@@ -79,6 +109,7 @@ def handle(msg):
     if method is None:  # an answer to one of our requests
         answers[str(msg_id)] = msg.get("error") or msg.get("result")
         return
+    seen.append({"method": method, "params": msg.get("params")})
     if method == "initialize":
         if "silent" in MODES:
             return
@@ -88,8 +119,12 @@ def handle(msg):
                 "data": {"supported": ["2026-07-28"], "requested": msg["params"]["protocolVersion"]}}})
             return
         version = "2099-01-01" if "future" in MODES else msg["params"]["protocolVersion"]
-        result(msg_id, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": True}},
-                        "serverInfo": {"name": "fake", "version": "1"}})
+        capabilities = {"tools": {"listChanged": True}}
+        if "lists" in MODES:
+            capabilities.update(prompts={"listChanged": True}, resources={"listChanged": True})
+        result(msg_id, {"protocolVersion": version, "capabilities": capabilities,
+                        "serverInfo": {"name": "fake", "version": "1"},
+                        "instructions": "Use the fake with care."})
     elif method == "notifications/initialized":
         if "ask" in MODES:
             send({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage",
@@ -115,6 +150,22 @@ def handle(msg):
         call(msg_id, msg.get("params") or {})
     elif method == "ping":
         result(msg_id, {})
+    elif method == "prompts/list" and "lists" in MODES:
+        result(msg_id, {"prompts": prompts})
+    elif method == "prompts/get" and "lists" in MODES:
+        args = (msg.get("params") or {}).get("arguments") or {}
+        result(msg_id, {"description": "the first prompt", "messages": [
+            {"role": "user", "content": {"type": "text", "text": f"Hello {args.get('who')}"}}]})
+    elif method == "resources/list" and "lists" in MODES:
+        result(msg_id, {"resources": resources})
+    elif method == "resources/read" and "lists" in MODES:
+        uri = (msg.get("params") or {}).get("uri")
+        if any(r["uri"] == uri for r in resources):
+            result(msg_id, {"contents": [{"uri": uri, "mimeType": "text/plain",
+                                          "text": f"contents of {uri}"}]})
+        else:
+            send({"jsonrpc": "2.0", "id": msg_id,
+                  "error": {"code": -32002, "message": "Resource not found", "data": {"uri": uri}}})
     elif msg_id is not None:
         send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "not found"}})
 

@@ -1,0 +1,610 @@
+"""McpServer over stdio against tests/fakes/fake_server.py: the faults real servers do not produce,
+and the protocol corners (versions, pagination, collisions, batches, server requests)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from concurrent.futures import CancelledError
+
+import psutil
+import pytest
+
+from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
+                         UnknownTool)
+from raider_sync.server import _visible_resources
+from conftest import FAKE_SERVER, config_of, fake_spec
+
+WAIT = 10.0
+
+
+def poll(predicate, timeout: float = WAIT, what: str = "condition"):
+    """Wait (bounded) until ``predicate()`` is true; return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        time.sleep(0.02)
+
+
+def text_of(result: dict) -> str:
+    return result["content"][0]["text"]
+
+
+def seen(server: McpServer) -> list[dict]:
+    return json.loads(text_of(server.call_tool("seen", {})))
+
+
+def fake_processes(mode: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if FAKE_SERVER in proc.cmdline() and mode in proc.cmdline():
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.fixture
+def started():
+    """``started(mode, **options)``: a started McpServer on the fake, stopped afterwards."""
+    servers: list[McpServer] = []
+
+    def start(mode: str = "plain", spec_extra: dict | None = None, **options) -> McpServer:
+        options.setdefault("kill_grace", 0.2)
+        server = McpServer(fake_spec(mode, **(spec_extra or {})), **options)
+        servers.append(server)
+        server.start_f().result(WAIT)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+# -- start ---------------------------------------------------------------------------------------
+
+def test_status_goes_configured_starting_connected_and_on_status_sees_each(started):
+    statuses = []
+    server = McpServer(fake_spec("plain"), kill_grace=0.2,
+                       on_status=lambda s: statuses.append(s.status))
+    assert server.status == "configured" and server.reason is None
+    try:
+        future = server.start_f()
+        assert server.start_f() is future
+        assert future.result(WAIT) is server
+        assert server.initialize() is server and server.start_f() is future
+        assert server.status == "connected" and server.reason is None
+        assert statuses == ["starting", "connected"]
+    finally:
+        server.stop()
+    assert server.status == "stopped"
+    assert statuses == ["starting", "connected", "stopped"]
+
+
+def test_handshake_facts(started):
+    server = started()
+    assert server.protocol_version == "2025-11-25" == server.client_protocol_version
+    assert server.known_protocol_versions == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+    assert server.server_info == {"name": "fake", "version": "1"}
+    assert server.instructions == "Use the fake with care."
+    assert (server.name, server.key, server.transport) == ("fake", "fake", "stdio")
+    methods = [m["method"] for m in seen(server)]
+    assert methods[:3] == ["initialize", "notifications/initialized", "tools/list"]
+    init = seen(server)[0]["params"]
+    assert init["protocolVersion"] == "2025-11-25"
+    assert init["clientInfo"]["name"] == "raider_sync"
+
+
+def test_a_command_that_does_not_exist_fails_the_start_without_raising():
+    spec = config_of({"nope": {"command": "/nonexistent/raider-no-such-binary"}}).server("nope")
+    statuses = []
+    server = McpServer(spec, on_status=lambda s: statuses.append(s.status))
+    try:
+        assert server.start_f().result(WAIT) is server
+        assert server.status == "failed"
+        assert "not found" in server.reason
+        assert statuses == ["starting", "failed"]
+        with pytest.raises(NotConnected, match="failed"):
+            server.call_tool("x", {})
+    finally:
+        server.stop()
+    assert server.status == "stopped" and "not found" in server.reason
+
+
+def test_startup_timeout_fails_with_a_reason_and_stops_the_process():
+    server = McpServer(fake_spec("silent"), startup_timeout_ms=300, kill_grace=0.2)
+    try:
+        started = time.monotonic()
+        server.start_f().result(WAIT)
+        assert time.monotonic() - started < 3
+        assert server.status == "failed"
+        assert "timed out after 0.3 s" in server.reason
+        assert "fake server ready" in server.reason, "the last stderr line is in the reason"
+        assert server.pid is None
+        assert fake_processes("silent") == []
+    finally:
+        server.stop()
+
+
+def test_startup_timeout_defaults_to_mcp_timeout(monkeypatch):
+    monkeypatch.setenv("MCP_TIMEOUT", "1234")
+    assert McpServer(fake_spec("plain")).startup_timeout_ms == 1234
+    monkeypatch.delenv("MCP_TIMEOUT")
+    assert McpServer(fake_spec("plain")).startup_timeout_ms == 30000
+
+
+def test_a_stateless_only_server_fails_with_a_reason_that_says_so(started):
+    server = started("stateless")
+    assert server.status == "failed"
+    assert "2026-07-28" in server.reason and "stateless" in server.reason
+    assert fake_processes("stateless") == []
+
+
+def test_an_unknown_protocol_version_fails_naming_it(started):
+    server = started("future")
+    assert server.status == "failed"
+    assert "2099-01-01" in server.reason and "2025-11-25" in server.reason
+
+
+def test_every_page_of_the_tool_list_is_read(started):
+    server = started("paginate")
+    assert server.status == "connected"
+    assert [server.original_name(n) for n in server.tool_names] == [
+        "echo", "crash", "big", "sleep", "error", "answers", "seen", "stall", "log"]
+    cursors = [(m.get("params") or {}).get("cursor") for m in seen(server) if m["method"] == "tools/list"]
+    assert cursors == [None, "1", "2", "3", "4", "5", "6", "7", "8"]
+
+
+def test_colliding_tool_names_keep_the_first_and_warn(started):
+    server = started("collide")
+    assert server.tool_names.count("mcp__fake__a_b") == 1
+    assert server.original_name("mcp__fake__a_b") == "a.b"
+    assert any("a_b" in w and "collides" in w for w in server.warnings)
+    assert text_of(server.call_tool("mcp__fake__echo", {"message": "still fine"})) == "still fine"
+
+
+def test_a_batch_answer_is_accepted(started, caplog):
+    caplog.set_level(logging.INFO, logger="raider_sync.server.fake")
+    server = started("batch")
+    assert server.status == "connected"
+    assert "mcp__fake__echo" in server.tool_names
+    poll(lambda: any("batched" in r.getMessage() for r in caplog.records), what="batched log")
+
+
+def test_garbage_lines_on_stdout_are_skipped(started, caplog):
+    caplog.set_level(logging.WARNING, logger="raider_sync.server.fake")
+    server = started("garbage")
+    assert server.status == "connected"
+    for i in range(5):
+        assert text_of(server.call_tool("echo", {"message": f"m{i}"})) == f"m{i}"
+    assert any("not JSON" in r.getMessage() for r in caplog.records)
+
+
+# -- tools ---------------------------------------------------------------------------------------
+
+def test_tool_names_original_names_and_list_tools_copies(started):
+    server = started()
+    assert server.tool_names[:3] == ["mcp__fake__echo", "mcp__fake__crash", "mcp__fake__big"]
+    assert server.original_name("mcp__fake__echo") == "echo"
+    assert server.original_name("mcp__fake__nope") is None
+    tools = server.list_tools()
+    assert [t["name"] for t in tools] == server.tool_names
+    assert tools[0]["description"] == "the echo tool"
+    tools[0]["name"] = "changed"
+    tools[0]["inputSchema"]["properties"]["injected"] = {"type": "string"}
+    fresh = server.list_tools()
+    assert fresh[0]["name"] == "mcp__fake__echo"
+    assert fresh[0]["inputSchema"] == {"type": "object", "properties": {}}
+
+
+def test_call_tool_by_prefixed_name_sends_the_original_name(started):
+    server = started()
+    assert server.call_tool("mcp__fake__echo", {"message": "hi"}) == \
+        {"content": [{"type": "text", "text": "hi"}]}
+    calls = [m["params"] for m in seen(server) if m["method"] == "tools/call"]
+    assert calls[0] == {"name": "echo", "arguments": {"message": "hi"}}
+
+
+def test_an_unknown_tool_raises_unknown_tool(started):
+    server = started()
+    with pytest.raises(UnknownTool, match="mcp__fake__nope"):
+        server.call_tool("mcp__fake__nope", {})
+    assert isinstance(server.call_tool_f("mcp__other__echo").exception(0), LookupError)
+
+
+def test_a_json_rpc_error_keeps_code_message_and_data(started):
+    server = started()
+    with pytest.raises(McpError) as info:
+        server.call_tool("mcp__fake__error", {})
+    assert (info.value.code, info.value.message, info.value.data) == \
+        (-32000, "it went wrong", {"why": "test"})
+
+
+def test_calls_before_start_and_after_stop_raise_not_connected():
+    server = McpServer(fake_spec("plain"), kill_grace=0.2)
+    with pytest.raises(NotConnected, match="configured"):
+        server.call_tool("mcp__fake__echo", {})
+    assert server.list_tools() == [] and server.tool_names == []
+    server.start_f().result(WAIT)
+    server.stop()
+    with pytest.raises(NotConnected, match="stopped"):
+        server.call_tool("mcp__fake__echo", {})
+    assert isinstance(server.get_prompt_f("p").exception(0), NotConnected)
+    assert server.list_tools() == []
+    assert server.start_f().result(0) is server  # the same, settled future
+
+
+def test_private_meta_keys_are_stripped_from_results(started):
+    server = started("meta")
+    result = server.call_tool("mcp__fake__echo", {"message": "x"})
+    assert result["_meta"] == {"other": 1}
+
+
+def test_results_are_held_to_max_output_tokens(started):
+    server = started(max_output_tokens=10)
+    result = server.call_tool("mcp__fake__echo", {"message": "y" * 100})
+    assert result["content"][0]["text"] == "y" * 40
+    assert "MAX_MCP_OUTPUT_TOKENS" in result["content"][-1]["text"]
+    assert server.limit_content([{"type": "text", "text": "z" * 41}])[0]["text"] == "z" * 40
+
+
+def test_option_defaults_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("MAX_MCP_OUTPUT_TOKENS", "77")
+    monkeypatch.setenv("MCP_TOOL_TIMEOUT", "2500")
+    server = McpServer(fake_spec("plain"))
+    assert server.max_output_tokens == 77
+    assert server.call_timeout == 2.5
+    assert server.kill_grace == 2.0
+    assert McpServer(fake_spec("plain", timeout=1500)).call_timeout == 1.5
+    monkeypatch.delenv("MCP_TOOL_TIMEOUT")
+    monkeypatch.delenv("MAX_MCP_OUTPUT_TOKENS")
+    default = McpServer(fake_spec("plain"))
+    assert default.call_timeout == 600 and default.max_output_tokens == 25000
+
+
+def test_a_call_past_its_timeout_is_cancelled_and_the_next_call_works(started):
+    server = started()
+    started_at = time.monotonic()
+    with pytest.raises(ToolTimeout, match="MCP tool call timed out after 0.3 s") as info:
+        server.call_tool("mcp__fake__sleep", {}, timeout=0.3)
+    assert isinstance(info.value, TimeoutError)
+    assert time.monotonic() - started_at < 2
+    call_id = next(m for m in seen(server) if m["method"] == "tools/call")
+    assert call_id["params"]["name"] == "sleep"
+    cancels = poll(lambda: [m for m in seen(server) if m["method"] == "notifications/cancelled"],
+                   what="notifications/cancelled")
+    assert cancels[0]["params"]["reason"] == "timed out"
+    assert text_of(server.call_tool("mcp__fake__echo", {"message": "after"})) == "after"
+
+
+def test_the_specs_timeout_bounds_a_call(started):
+    server = started(spec_extra={"timeout": 300})
+    with pytest.raises(ToolTimeout, match="after 0.3 s"):
+        server.call_tool("mcp__fake__sleep", {})
+
+
+def test_cancelling_a_call_future_sends_notifications_cancelled(started):
+    server = started()
+    future = server.call_tool_f("mcp__fake__sleep", {})
+    poll(lambda: any(m["method"] == "tools/call" for m in seen(server)), what="the call")
+    assert future.cancel()
+    with pytest.raises(CancelledError):
+        future.result(0)
+    cancels = poll(lambda: [m for m in seen(server) if m["method"] == "notifications/cancelled"],
+                   what="notifications/cancelled")
+    assert cancels[0]["params"]["reason"] == "cancelled by the client"
+    assert isinstance(cancels[0]["params"]["requestId"], int)
+
+
+# -- what the server asks and says ---------------------------------------------------------------
+
+def test_ping_is_answered_and_sampling_gets_method_not_found(started):
+    server = started("ask")
+    answers = poll(lambda: (a := json.loads(text_of(server.call_tool("answers", {}))))
+                   and len(a) == 2 and a, what="both answers")
+    assert answers["s2"] == {}
+    assert answers["s1"]["code"] == -32601
+
+
+@pytest.mark.parametrize("level, expected", [("debug", logging.DEBUG), ("info", logging.INFO),
+                                             ("warning", logging.WARNING),
+                                             ("error", logging.ERROR),
+                                             ("emergency", logging.CRITICAL)])
+def test_log_messages_go_to_the_servers_logger(started, caplog, level, expected):
+    caplog.set_level(logging.DEBUG, logger="raider_sync.server.fake")
+    server = started()
+    server.call_tool("log", {"level": level, "data": f"hello at {level}"})
+    record = poll(lambda: next((r for r in caplog.records
+                                if f"hello at {level}" in r.getMessage()), None), what="the record")
+    assert record.name == "raider_sync.server.fake"
+    assert record.levelno == expected
+    assert "fakelog" in record.getMessage()
+
+
+# -- prompts and resources -----------------------------------------------------------------------
+
+def test_prompts_and_resources_are_listed_cached_and_refreshed(started):
+    server = started("lists")
+    assert server.has_prompts and server.has_resources
+    assert [p["name"] for p in server.list_prompts()] == ["first"]
+    assert [r["uri"] for r in server.list_resources()] == ["file:///a.txt"]
+    server.list_prompts()
+    server.list_resources()
+    methods = [m["method"] for m in seen(server)]
+    assert methods.count("prompts/list") == 1 and methods.count("resources/list") == 1
+
+    server.call_tool("add-prompt", {})
+    poll(lambda: len(server.list_prompts()) == 2, what="the new prompt")
+    server.call_tool("add-resource", {})
+    poll(lambda: "file:///r3.txt" in [r["uri"] for r in server.list_resources()],
+         what="the new resource")
+
+    prompt = server.get_prompt("first", {"who": "Ann"})
+    assert prompt["messages"][0]["content"]["text"] == "Hello Ann"
+    assert server.read_resource("file:///a.txt") == [
+        {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "contents of file:///a.txt"}]
+    with pytest.raises(McpError) as info:
+        server.read_resource("file:///missing")
+    assert info.value.code == -32002
+
+
+def test_a_server_without_prompts_or_resources_lists_none(started):
+    server = started()
+    assert not server.has_prompts and not server.has_resources
+    assert server.list_prompts() == [] and server.list_resources() == []
+
+
+def test_ui_and_mcp_app_resources_are_left_out():
+    resources = [{"uri": "file:///a", "mimeType": "text/plain"},
+                 {"uri": "ui://x", "mimeType": "text/plain"},
+                 {"uri": "file:///b", "mimeType": "text/html;profile=mcp-app"},
+                 {"uri": "file:///c", "mimeType": "text/html; profile=mcp-app"},
+                 {"uri": "file:///d", "mimeType": "text/html"},
+                 {"uri": "file:///e"}, "not a dict"]
+    assert [r["uri"] for r in _visible_resources(resources)] == ["file:///a", "file:///d", "file:///e"]
+
+
+# -- environment, identity -----------------------------------------------------------------------
+
+def test_child_env_drops_inherited_plugin_vars_and_adds_the_specs(tmp_path):
+    base = {"PATH": "/bin", "CLAUDE_PLUGIN_ROOT": "/inherited", "CLAUDE_PLUGIN_DATA": "/inh",
+            "KEEP": "1", "OVERRIDE": "base"}
+    plain = McpServer(config_of({"s": {"command": "x", "env": {"OVERRIDE": "spec", "NEW": "n"}}},
+                                project_dir=str(tmp_path)).server("s"), base_env=base)
+    env = plain.child_env
+    assert "CLAUDE_PLUGIN_ROOT" not in env and "CLAUDE_PLUGIN_DATA" not in env
+    assert (env["KEEP"], env["OVERRIDE"], env["NEW"]) == ("1", "spec", "n")
+    assert env["CLAUDE_PROJECT_DIR"] == str(tmp_path)
+    plugin = McpServer(config_of({"plugin:p:s": {"command": "x", "pluginRoot": "/plug",
+                                                 "pluginData": "/pdata"}}).server("plugin:p:s"),
+                       base_env=base)
+    env = plugin.child_env
+    assert (env["CLAUDE_PLUGIN_ROOT"], env["CLAUDE_PLUGIN_DATA"]) == ("/plug", "/pdata")
+    assert env["CLAUDE_PROJECT_DIR"] == os.getcwd()
+    assert base["CLAUDE_PLUGIN_ROOT"] == "/inherited", "base_env is not changed"
+
+
+def test_base_env_defaults_to_a_copy_of_os_environ(monkeypatch):
+    monkeypatch.setenv("RAIDER_BASE_ENV_TEST", "yes")
+    server = McpServer(fake_spec("plain"))
+    monkeypatch.setenv("RAIDER_BASE_ENV_TEST", "changed later")
+    assert server.child_env["RAIDER_BASE_ENV_TEST"] == "yes"
+
+
+def test_fingerprint_is_equal_for_equal_specs_and_hides_secrets():
+    def fp(entry, base=None):
+        spec = config_of({"s": entry}).server("s")
+        return McpServer(spec, base_env=base if base is not None else {"PATH": "/bin"}).fingerprint
+
+    entry = {"command": "srv", "args": ["--a"], "env": {"TOKEN": "s3cr3t-value"}}
+    assert fp(entry) == fp(dict(entry))
+    assert "s3cr3t" not in fp(entry)
+    assert fp(entry) != fp({**entry, "env": {"TOKEN": "other"}})
+    assert fp(entry) != fp({**entry, "args": ["--b"]})
+    assert fp(entry) != fp({**entry, "timeout": 5000})
+    assert fp(entry) != fp(entry, base={"PATH": "/usr/bin"})
+    http = {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer s3cr3t"}}
+    assert "s3cr3t" not in fp(http) and fp(http) != fp({**http, "headers": {}})
+
+
+def test_pid_and_stderr_tail(started):
+    server = started()
+    proc = psutil.Process(server.pid)
+    assert FAKE_SERVER in proc.cmdline()
+    assert poll(lambda: server.stderr_tail) == ["fake server ready"]
+    server.stop()
+    assert server.pid is None
+    assert gone(proc.pid)
+    assert server.stderr_tail == ["fake server ready"]
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+def test_a_server_that_exits_during_a_call_fails_it_at_once_with_its_last_words(started):
+    server = started()
+    started_at = time.monotonic()
+    with pytest.raises(ConnectionClosed) as info:
+        server.call_tool("mcp__fake__crash", {}, timeout=30)
+    assert time.monotonic() - started_at < 1.0
+    assert "fatal: the fake server exploded" in str(info.value)
+    assert info.value.stderr_tail[-1] == "fatal: the fake server exploded"
+    poll(lambda: server.status == "failed", what="status failed")
+    assert "fatal: the fake server exploded" in server.reason
+    assert "code 3" in server.reason
+    with pytest.raises(NotConnected):
+        server.call_tool("mcp__fake__echo", {})
+
+
+def test_a_server_that_ignores_sigterm_is_killed_after_the_grace(started):
+    grace = 0.3
+    server = started("ignore-term", kill_grace=grace)
+    pid = server.pid
+    started_at = time.monotonic()
+    server.stop()
+    elapsed = time.monotonic() - started_at
+    assert 2 * grace - 0.05 <= elapsed < 2 * grace + 1.0
+    assert gone(pid)
+
+
+def test_kill_now_does_not_wait_for_the_grace(started):
+    server = started("ignore-term", kill_grace=5)
+    pid = server.pid
+    started_at = time.monotonic()
+    server.kill_now()
+    assert time.monotonic() - started_at < 1.5
+    assert server.status == "stopped" and gone(pid)
+
+
+def test_a_grandchild_is_gone_after_stop(started):
+    server = started("grandchild")
+    sleeper = poll(lambda: [p for p in psutil.Process(server.pid).children()
+                            if p.name() == "sleep"], what="the grandchild")[0]
+    server.stop()
+    assert poll(lambda: gone(sleeper.pid), timeout=3, what="the grandchild gone")
+
+
+def test_a_20_mb_response_arrives_intact(started):
+    server = started(max_output_tokens=10 ** 7)
+    result = server.call_tool("mcp__fake__big", {}, timeout=60)
+    text = result["content"][0]["text"]
+    assert len(text) == 20 * 1024 * 1024 and text == "x" * len(text)
+    assert text_of(server.call_tool("mcp__fake__echo", {"message": "next"})) == "next"
+
+
+def test_stop_fails_pending_calls_at_once(started):
+    server = started("ignore-term", kill_grace=1.0)
+    future = server.call_tool_f("mcp__fake__sleep", {})
+    stopping = server.stop_f()
+    started_at = time.monotonic()
+    with pytest.raises(ConnectionClosed, match="stopped"):
+        future.result(WAIT)
+    assert time.monotonic() - started_at < 0.5
+    assert not stopping.done(), "the process is still in its grace period"
+    stopping.result(WAIT)
+    assert server.status == "stopped"
+
+
+def test_stop_twice_and_stop_before_start_are_safe():
+    never = McpServer(fake_spec("plain"))
+    never.stop()
+    never.stop()
+    assert never.status == "stopped"
+    assert never.start_f().result(0) is never and never.status == "stopped"
+    server = McpServer(fake_spec("plain"), kill_grace=0.2)
+    server.start_f().result(WAIT)
+    server.stop()
+    server.stop()
+    server.kill_now()
+    assert server.status == "stopped" and server.reason == "stopped by the client"
+
+
+def test_stop_while_starting_ends_the_start():
+    server = McpServer(fake_spec("silent"), startup_timeout_ms=20000, kill_grace=0.2)
+    future = server.start_f()
+    poll(lambda: server.pid, what="the process")
+    started_at = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started_at < 3
+    assert future.result(WAIT) is server and server.status == "stopped"
+
+
+def test_the_context_manager_starts_and_stops(started):
+    with McpServer(fake_spec("plain"), kill_grace=0.2) as server:
+        assert server.status == "connected"
+        pid = server.pid
+        assert text_of(server.call_tool("mcp__fake__echo", {"message": "in"})) == "in"
+    assert server.status == "stopped" and gone(pid)
+
+
+def test_a_server_that_stops_reading_stdin_cannot_hang_calls_or_stop(started):
+    server = started()
+    server.call_tool_f("mcp__fake__stall", {})   # the fake reads no more after this line
+    outcome: dict[str, BaseException] = {}
+
+    def call(label, arguments, timeout):
+        try:
+            server.call_tool("mcp__fake__echo", arguments, timeout=timeout)
+        except Exception as exc:  # noqa: BLE001
+            outcome[label] = exc
+
+    big = threading.Thread(target=call, name="test-big-caller",
+                           args=("big", {"message": "s" * (4 * 1024 * 1024)}, 1.5))
+    started_at = time.monotonic()
+    big.start()   # far more than a pipe holds: it blocks in the middle of the line
+    poll(lambda: server._transport._write_lock.locked(), what="the big write under way")
+    small = threading.Thread(target=call, name="test-small-caller",
+                             args=("small", {"message": "hi"}, 0.3))
+    small.start()
+    small.join(5)
+    big.join(5)
+    assert not big.is_alive() and not small.is_alive()
+    assert time.monotonic() - started_at < 4
+    # the small call never got its turn to write: its own timeout, nothing sent
+    assert isinstance(outcome["small"], ToolTimeout)
+    assert "MCP tool call timed out after 0.3 s" in str(outcome["small"])
+    # the big one was half written when its time ran out: the stream is broken, the server
+    # killed (the call's own deadline and the kill come together: either error may win)
+    assert isinstance(outcome["big"], (ToolTimeout, ConnectionClosed))
+    poll(lambda: server.status == "failed", what="status failed")
+    assert "stopped reading its stdin" in server.reason
+    started_at = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started_at < 2
+
+
+def test_stop_is_not_blocked_by_a_write_to_a_server_that_stopped_reading(started):
+    server = started("ignore-term", kill_grace=0.3)
+    server.call_tool_f("mcp__fake__stall", {})
+    writer = threading.Thread(target=lambda: server.call_tool_f(
+        "mcp__fake__echo", {"message": "w" * (4 * 1024 * 1024)}, timeout=60),
+        name="test-blocked-writer")
+    writer.start()
+    poll(lambda: server._transport._write_lock.locked(), what="the write under way")
+    started_at = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started_at < 2 * 0.3 + 1.0
+    writer.join(5)
+    assert not writer.is_alive()
+
+
+def test_32_threads_get_their_own_answers(started):
+    server = started()
+    answers: dict[str, str] = {}
+    errors = []
+
+    def caller(n):
+        try:
+            for i in range(10):
+                message = f"thread {n} call {i}"
+                answers[message] = text_of(server.call_tool("mcp__fake__echo", {"message": message}))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=caller, args=(n,), name=f"test-caller-{n}")
+               for n in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT * 3)
+    assert errors == []
+    assert len(answers) == 320 and all(k == v for k, v in answers.items())
+
+
+def test_a_spec_is_required():
+    with pytest.raises(TypeError, match="ServerSpec"):
+        McpServer({"command": sys.executable})  # type: ignore[arg-type]
