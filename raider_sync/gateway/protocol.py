@@ -22,6 +22,7 @@ encoding), so no upstream that decodes once more can be walked out of its config
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable, Mapping, Optional, Union
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -119,21 +120,28 @@ def url_problem(url: Any) -> Optional[str]:
     repeats the URL."""
     if not isinstance(url, str) or not url:
         return "a URL must be a non-empty string"
+    return _split_url(url)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _split_url(url: str) -> tuple[Optional[str], Any]:
+    """(problem, urlsplit parts) of a URL string; cached, as the relay asks per request about
+    the few URLs of its config."""
     if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
-        return "a URL may not contain whitespace or control characters"
+        return "a URL may not contain whitespace or control characters", None
     try:
         parts = urlsplit(url)
-        port = parts.port  # raises for a port that is not a number in range
+        _ = parts.port  # raises for a port that is not a number in range
     except ValueError:
-        return "the URL cannot be parsed (check the host and the port)"
-    del port
+        return "the URL cannot be parsed (check the host and the port)", None
     if parts.scheme.lower() not in ("http", "https"):
-        return "the URL has to be an absolute http:// or https:// URL"
+        return "the URL has to be an absolute http:// or https:// URL", None
     if "@" in parts.netloc:
-        return "the URL may not carry credentials (user:password@); configure a credential instead"
+        return ("the URL may not carry credentials (user:password@); configure a credential "
+                "instead"), None
     if not parts.hostname:
-        return "the URL has no host"
-    return None
+        return "the URL has no host", None
+    return None, parts
 
 
 def config_header_problem(name: Any) -> Optional[str]:
@@ -208,9 +216,11 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
     customer key must not climb out of the path the operator configured, whatever the
     upstream's own idea of path normalisation is. Also ``None`` for a ``url`` that
     :func:`url_problem` refuses."""
-    if url_problem(url) is not None:
+    if not isinstance(url, str) or not url:
         return None
-    base = urlsplit(url)
+    problem, base = _split_url(url)
+    if problem is not None:
+        return None
     path = base.path
     if rest:
         if not isinstance(rest, str) or "\\" in rest or _ENCODED_SEPARATOR.search(rest):

@@ -56,6 +56,8 @@ CHUNK = 64 * 1024
 WATCH_INTERVAL = 0.2           # seconds between checks for clients that went away
 METHODS = ("DELETE", "GET", "POST")
 _ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)  # an encoded dot, slash or backslash
+# the relay's own upstream headers: a name, and no compression it would have to undo
+_FIXED_HEADERS = {"User-Agent": "raider-sync-gateway", "Accept-Encoding": "identity"}
 UsageCallback = Callable[[dict], None]
 
 
@@ -255,11 +257,16 @@ class Relay:
             client.append(("Content-Type", environ["CONTENT_TYPE"]))
         headers = protocol.request_headers(client)
         headers.update(self.config.upstream_headers(server))
+        headers.update(_FIXED_HEADERS)
         timeouts = self.config.timeouts_for(server)
         try:
-            response = self._session.request(
-                event["method"], url, data=body or None, headers=headers, stream=True,
-                allow_redirects=False, timeout=(timeouts.connect, timeouts.read))
+            # The Session's adapter sends the prepared request on a pooled connection; going
+            # past Session.send skips what a relay must not do anyway (cookies, redirects,
+            # proxies and .netrc from the environment) and a tenth of a millisecond per call.
+            prepared = requests.PreparedRequest()
+            prepared.prepare(method=event["method"], url=url, headers=headers, data=body or None)
+            response = self._session.get_adapter(url).send(
+                prepared, stream=True, timeout=(timeouts.connect, timeouts.read))
         except requests.exceptions.Timeout:
             return self._answer(start_response, event, started, 502, "upstream_timeout",
                                 "the MCP server did not answer in time")
@@ -415,13 +422,12 @@ class _Stream:
 
 
 def _upstream_session(pool_size: int) -> requests.Session:
-    """One Session for every upstream: pooled keep-alive connections, no proxies or .netrc
-    from the environment, no cookie jar shared between customers, identity encoding."""
+    """One Session whose adapter pools keep-alive connections to every upstream. The relay sends
+    through the adapter (see ``_relay``), so no cookie jar, proxy or .netrc from the environment
+    is ever consulted; they are switched off here too, for anyone who sends through it."""
     session = requests.Session()
     session.trust_env = False
     session.headers.clear()
-    session.headers["User-Agent"] = "raider-sync-gateway"
-    session.headers["Accept-Encoding"] = "identity"
     session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
     adapter = HTTPAdapter(pool_connections=16, pool_maxsize=pool_size, max_retries=0)
     session.mount("http://", adapter)
