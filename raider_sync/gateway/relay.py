@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -137,8 +138,13 @@ class Relay:
             return self._handle(environ, start_response, event, started)
         except Exception:  # a bug must not leak a traceback to the client
             log.exception("gateway: request failed")
-            return self._answer(start_response, event, started, 500, "internal_error",
-                                "the gateway failed to handle the request")
+            body = json.dumps({"error": {"type": "internal_error",
+                                         "message": "the gateway failed to handle the request"}})
+            start_response(_status_line(500), [("Content-Type", "application/json"),
+                                               ("Content-Length", str(len(body)))], sys.exc_info())
+            event["status"], event["response_bytes"] = 500, len(body)
+            self._emit(event, started)
+            return [body.encode()]
 
     def _handle(self, environ, start_response, event, started):
         try:

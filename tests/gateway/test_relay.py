@@ -347,3 +347,22 @@ def test_concurrent_requests_through_one_relay(make_gateway, upstream):
         t.join(30)
     assert results == [200] * 80
     assert len(gw.wait_events(80)) == 80
+
+
+def test_a_bug_in_the_relay_is_a_500_without_a_traceback(upstream, monkeypatch, caplog):
+    config = GatewayConfig.from_dict({"servers": [fake(upstream)],
+                                      "keys": [{"id": "a", "env": "K", "servers": ["fake"]}]},
+                                     env={"K": "k", "UPSTREAM_TOKEN": "t"})
+    events, answers = [], []
+    with Relay(config, on_usage=events.append) as relay:
+        def broken(*args):
+            raise KeyError("secret internals")
+
+        monkeypatch.setattr(relay, "_listing", broken)
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/v1/mcp/servers", "HTTP_X_API_KEY": "k"}
+        body = b"".join(relay(environ, lambda status, headers, exc_info=None:
+                              answers.append((status, exc_info))))
+    assert answers[0][0] == "500 Internal Server Error" and answers[0][1] is not None
+    assert b"secret internals" not in body and json.loads(body)["error"]["type"] == "internal_error"
+    assert events[0]["status"] == 500 and events[0]["key"] == "a"
+    assert "secret internals" in caplog.text  # logged for the operator
