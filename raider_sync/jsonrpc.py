@@ -100,19 +100,22 @@ class Session:
     def closed(self) -> bool:
         return self._closed_error is not None
 
-    def close(self, error: BaseException | None = None) -> None:
+    def close(self, error: BaseException | None = None, *, wait: bool = True) -> None:
         """Fail every pending request with ``error`` and join the session's threads.
 
         The transport is not closed here: its owner closes it (it knows the grace periods).
-        Safe to call twice and from a handler thread.
+        With ``wait=False`` the threads are told to end but not joined: an owner fails the
+        pending requests at once, closes the transport (which ends any write a handler thread
+        is blocked in), then calls ``close()`` again to join. Safe to call twice and from a
+        handler thread.
         """
         self._fail_all(error or ConnectionClosed(f"connection to {self.name} closed"))
         with self._wake:
             self._wake.notify_all()
         in_worker = getattr(self._local, "session", None) is self
         for pool in (self._notifier, self._workers):
-            pool.shutdown(wait=not in_worker, cancel_futures=True)
-        if self._watchdog and self._watchdog is not threading.current_thread():
+            pool.shutdown(wait=wait and not in_worker, cancel_futures=True)
+        if wait and self._watchdog and self._watchdog is not threading.current_thread():
             self._watchdog.join(5)
 
     # -- outgoing ------------------------------------------------------------------------
@@ -155,6 +158,8 @@ class Session:
             message["params"] = params
         try:
             self.transport.send(message, deadline=deadline)
+        except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
+            self._settle(request_id, error=timeout_error(self._timeout_message(entry)))
         except BaseException as exc:  # noqa: BLE001 - the future carries it
             self._settle(request_id, error=exc if isinstance(exc, RaiderError)
                          else ConnectionClosed(f"could not send to {self.name}: {exc}"))
@@ -200,7 +205,7 @@ class Session:
         request_id = message.get("id")
         if "error" in message:
             err = message["error"] if isinstance(message["error"], dict) else {}
-            self._settle(request_id, error=McpError(int(err.get("code", INTERNAL_ERROR)),
+            self._settle(request_id, error=McpError(_code(err.get("code")),
                                                     str(err.get("message", "error")),
                                                     err.get("data")))
         elif "result" in message:
@@ -317,12 +322,15 @@ class Session:
                 request_id = entry.future.request_id
                 if entry.cancellable:
                     self._send_cancelled(request_id, "timed out")
-                message = entry.timeout_message or (
-                    f"{entry.method} to {self.name} timed out after {_seconds(entry.timeout)} s")
+                message = self._timeout_message(entry)
                 try:
                     entry.future.set_exception(entry.timeout_error(message))
                 except InvalidStateError:
                     pass
+
+    def _timeout_message(self, entry: _Pending) -> str:
+        return entry.timeout_message or (
+            f"{entry.method} to {self.name} timed out after {_seconds(entry.timeout)} s")
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -341,6 +349,14 @@ def _error_reply(request_id: Any, code: int, message: str, data: Any = None) -> 
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _code(value: Any) -> int:
+    """A JSON-RPC error code; a peer's malformed one counts as an internal error."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return INTERNAL_ERROR
 
 
 def _seconds(value: float) -> str:

@@ -15,8 +15,9 @@ import select
 import signal
 import subprocess
 import threading
+import time
 
-from ..errors import ConnectionClosed, RaiderError
+from ..errors import ConnectionClosed, RaiderError, RequestTimeout
 from .base import Closed, Deliver, Transport
 
 STDERR_TAIL_LINES = 50
@@ -74,6 +75,7 @@ class StdioTransport(Transport):
         self._tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._threads: list[threading.Thread] = []
         self._stderr_done = threading.Event()
+        self._stalled = False
 
     # -- Transport -----------------------------------------------------------------------
 
@@ -90,21 +92,55 @@ class StdioTransport(Transport):
         except OSError as exc:
             raise RaiderError(f"cannot start {self.command!r}: {exc.strerror or exc}") from exc
         self.pid = self._proc.pid
+        # writes wait for room with a deadline (see send); the child's end stays blocking
+        os.set_blocking(self._proc.stdin.fileno(), False)  # type: ignore[union-attr]
         self._spawn(self._read_stderr, "stderr")
         self._spawn(self._read_stdout, "stdout", deliver, closed)
 
     def send(self, message: dict, *, deadline: float | None = None) -> None:
+        """Write one message line. Blocks while the server's stdin pipe is full, until
+        ``deadline`` (time.monotonic()); then raises RequestTimeout when nothing of the message
+        was written, or kills the server (a half-written line breaks the stream) and raises
+        ConnectionClosed. Raises ConnectionClosed when the process is gone."""
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         proc = self._proc
         if proc is None or self._closing:
             raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
+        left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._write_lock.acquire(timeout=left):
+            raise RequestTimeout(f"{self.name} did not read its stdin in time")
         try:
-            with self._write_lock:
-                proc.stdin.write(data)  # type: ignore[union-attr]
-                proc.stdin.flush()  # type: ignore[union-attr]
+            if self._closing:
+                raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
+            self._write_all(proc, data, deadline)
         except (BrokenPipeError, ValueError, OSError) as exc:
             raise ConnectionClosed(self._gone_message("its stdin is closed"),
                                    self.stderr_tail) from exc
+        finally:
+            self._write_lock.release()
+
+    def _write_all(self, proc: subprocess.Popen, data: bytes, deadline: float | None) -> None:
+        """Write ``data`` to the non-blocking stdin, waiting for room until ``deadline``."""
+        fd = proc.stdin.fileno()  # type: ignore[union-attr]
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+                continue
+            except BlockingIOError:
+                pass
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if len(view) == len(data):
+                    raise RequestTimeout(f"{self.name} did not read its stdin in time")
+                self.log.warning("%s: stopped reading its stdin in the middle of a message; "
+                                 "killing it", self.name)
+                self._stalled = True
+                self._signal_group(proc, signal.SIGKILL)
+                raise ConnectionClosed(f"MCP server {self.name!r} stopped reading its stdin "
+                                       f"and was killed", self.stderr_tail)
+            # a pipe whose reader has gone selects writable, and the write then fails
+            select.select([], [fd], [], left)
 
     def close(self) -> None:
         self._stop(self.kill_grace)
@@ -128,17 +164,17 @@ class StdioTransport(Transport):
             if proc is None:
                 return
             self._closing = True
-            with self._write_lock:
-                try:
-                    proc.stdin.close()  # type: ignore[union-attr]
-                except OSError:
-                    pass
-            if grace > 0 and not self._wait(proc, grace):
+            # a writer stuck on a full pipe holds the lock: then the server gets no EOF and
+            # goes straight to SIGTERM; the kill below ends the writer's wait
+            stdin_closed = self._close_stdin(proc, grace)
+            if grace > 0 and not (stdin_closed and self._wait(proc, grace)):
                 self._signal_group(proc, signal.SIGTERM)
                 self._wait(proc, grace)
             # the whole group, even when the leader has gone: its children may not have
             self._signal_group(proc, signal.SIGKILL)
             self._wait(proc, 5)
+            if not stdin_closed:
+                self._close_stdin(proc, 5)
             for thread in self._threads:
                 if thread is not threading.current_thread():
                     thread.join(5)
@@ -148,6 +184,18 @@ class StdioTransport(Transport):
                 except OSError:
                     pass
             self._proc = None
+
+    def _close_stdin(self, proc: subprocess.Popen, timeout: float) -> bool:
+        """Close the server's stdin once no write is under way (waits up to ``timeout`` s)."""
+        if not self._write_lock.acquire(timeout=timeout):
+            return False
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+        finally:
+            self._write_lock.release()
+        return True
 
     @staticmethod
     def _wait(proc: subprocess.Popen, seconds: float) -> bool:
@@ -214,5 +262,7 @@ class StdioTransport(Transport):
             if wait_exit(proc, _EXIT_CODE_WAIT_SECONDS):
                 code = proc.returncode
         how = f"exited with code {code}" if code is not None else what
+        if self._stalled:
+            how = "stopped reading its stdin and was killed"
         last = self._tail[-1] if self._tail else ""
         return f"MCP server {self.name!r} {how}" + (f": {last}" if last else "")
