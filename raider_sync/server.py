@@ -12,6 +12,7 @@ that runs out is cancelled on the server (``notifications/cancelled``) and fails
 from __future__ import annotations
 
 import atexit
+import copy
 import hashlib
 import json
 import logging
@@ -315,7 +316,7 @@ class McpServer:
         While a re-list after tools/list_changed runs, it resolves when that is done."""
         if self._status != "connected":
             return resolved([])
-        return then(self._tools_future, lambda _: [dict(t) for t in self._tools])
+        return then(self._tools_future, lambda _: copy.deepcopy(self._tools))
 
     def list_tools(self, timeout: float | None = None) -> list[dict]:
         """Blocking :meth:`list_tools_f`; ``timeout`` defaults to the call timeout."""
@@ -520,22 +521,25 @@ class McpServer:
                          params.get("data"))
 
     def _tools_changed(self) -> None:
+        # the re-list is under way before on_tools_changed runs, so a list_tools() it (or
+        # anyone it wakes) calls waits for the fresh list instead of getting the old one
+        with self._lock:
+            queued = self._relist_queued
+            if not queued:
+                self._relist_queued = True
+                if self._tools_future.done():
+                    self._tools_future = Future()
+                future = self._tools_future
+        if not queued:
+            try:
+                self._background.submit(self._relist, future)
+            except RuntimeError:
+                future.set_result(None)
         if self.on_tools_changed is not None:
             try:
                 self.on_tools_changed(self)
             except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
                 self.log.exception("on_tools_changed failed")
-        with self._lock:
-            if self._relist_queued:
-                return
-            self._relist_queued = True
-            if self._tools_future.done():
-                self._tools_future = Future()
-            future = self._tools_future
-        try:
-            self._background.submit(self._relist, future)
-        except RuntimeError:
-            future.set_result(None)
 
     def _relist(self, future: Future) -> None:
         with self._lock:
@@ -596,10 +600,12 @@ class McpServer:
         with self._lock:
             session, transport = self._session, self._transport
             self._session = None
-        if session is not None:
-            session.close(error)
+        if session is not None:  # pending calls fail now, not after the grace periods
+            session.close(error, wait=False)
         if transport is not None:
             transport.close() if grace else transport.kill_now()
+        if session is not None:  # joined once the transport can no longer block a handler
+            session.close(error)
 
     # -- status --------------------------------------------------------------------------
 
