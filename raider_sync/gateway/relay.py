@@ -95,6 +95,7 @@ class Relay:
         self._usage_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                                  0o640) if path else None
         self._lock = threading.Lock()
+        self._usage_lock = threading.Lock()
         self._watched: set[_Stream] = set()
         self._watcher: Optional[threading.Thread] = None
         self._stopping = threading.Event()
@@ -117,9 +118,10 @@ class Relay:
         if watcher is not None:
             watcher.join(timeout=5 * WATCH_INTERVAL + 1)
         self._session.close()
-        if self._usage_fd is not None:
-            os.close(self._usage_fd)
-            self._usage_fd = None
+        with self._usage_lock:  # a stream finishing now must not write to a reused fd
+            if self._usage_fd is not None:
+                os.close(self._usage_fd)
+                self._usage_fd = None
 
     def __enter__(self) -> "Relay":
         return self
@@ -147,6 +149,9 @@ class Relay:
             return [body.encode()]
 
     def _handle(self, environ, start_response, event, started):
+        if self._closed:
+            return self._answer(start_response, event, started, 503, "unavailable",
+                                "the gateway is shutting down")
         try:
             path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
         except UnicodeError:
@@ -327,10 +332,13 @@ class Relay:
         event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         event = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event}
         if self._usage_fd is not None:
-            try:
-                os.write(self._usage_fd, (json.dumps(event) + "\n").encode())
-            except OSError:
-                log.exception("gateway: cannot write the usage log")
+            line = (json.dumps(event) + "\n").encode()
+            with self._usage_lock:
+                try:
+                    if self._usage_fd is not None:
+                        os.write(self._usage_fd, line)
+                except OSError:
+                    log.exception("gateway: cannot write the usage log")
         if self.on_usage is not None:
             try:
                 self.on_usage(event)

@@ -366,3 +366,18 @@ def test_a_bug_in_the_relay_is_a_500_without_a_traceback(upstream, monkeypatch, 
     assert b"secret internals" not in body and json.loads(body)["error"]["type"] == "internal_error"
     assert events[0]["status"] == 500 and events[0]["key"] == "a"
     assert "secret internals" in caplog.text  # logged for the operator
+
+
+def test_a_closed_relay_answers_503_and_close_is_idempotent(upstream, tmp_path):
+    config = GatewayConfig.from_dict({"servers": [fake(upstream)],
+                                      "keys": [{"id": "a", "env": "K", "servers": ["fake"]}]},
+                                     env={"K": "k", "UPSTREAM_TOKEN": "t"})
+    relay = Relay(config, usage_log=str(tmp_path / "usage.jsonl"))
+    relay.close()
+    relay.close()
+    statuses = []
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp/fake", "HTTP_X_API_KEY": "k"}
+    relay(environ, lambda status, headers: statuses.append(status))
+    assert statuses == ["503 Service Unavailable"]
+    assert upstream.requests == []
+    assert (tmp_path / "usage.jsonl").read_text() == ""  # nothing written after close
