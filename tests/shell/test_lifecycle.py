@@ -114,3 +114,24 @@ def test_background_pids(make_shell, tmp_path):
     shell.stop_all()
     assert detached.result(5)[1] and attached.result(5)[1]
     assert shell.background_pids() == []
+
+
+def test_without_pidfds_exits_are_still_seen(make_shell, monkeypatch, tmp_path):
+    import os
+
+    import raider_sync.shell.reaper as reaper
+    monkeypatch.setattr(reaper, "HAVE_PIDFD", False)
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    tasks = Tasks()
+    shell = make_shell(tasks=tasks, monitor_min_timeout=0.1)
+    assert shell.bash({"command": "echo portable"}) == ("portable", False)
+    assert "moved to the background" in shell.bash({"command": "sleep 0.3; echo x", "timeout": 0.1})[0]
+    assert shell.bash_output({"bash_id": "bash_1", "block": True, "timeout": 5})[0].startswith(
+        "<status>completed</status>")
+    shell.bash({"command": "sleep 100", "run_in_background": True})
+    assert not shell.kill_shell({"shell_id": "bash_2"})[1]
+    shell.monitor({"description": "p", "command": "echo line; sleep 0.2", "timeout_ms": 5000})
+    notes = []
+    assert wait_until(lambda: notes.extend(tasks.notifications()) or
+                      any("Monitor stream ended" in n for n in notes), 5)
+    assert any("<event>line</event>" in n for n in notes)

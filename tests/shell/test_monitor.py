@@ -149,3 +149,19 @@ def test_stop_all_stops_monitors(watch, tasks):
     assert monitor.status == "killed"
     assert gone(monitor.pid)
     assert "was stopped" in tasks.notifications()[-1]
+
+
+def test_a_monitor_that_cannot_start(make_shell, tasks, tmp_path):
+    shell = make_shell(tasks=tasks, working_directory=str(tmp_path / "missing"))
+    text, is_error = shell.monitor({"description": "x", "command": "true"})
+    assert is_error and text.startswith("Error: the command could not start:")
+    entry = tasks.get("monitor_1")
+    assert entry.status == "failed" and entry.error
+
+
+def test_monitor_through_the_server(watch, tasks):
+    result = watch.server.call_tool("monitor", {"description": "srv", "command": "echo via-server",
+                                                "timeout_ms": 5000}, timeout=10)
+    assert result["content"][0]["text"].startswith("Monitor started (task monitor_1,")
+    notes = collect(tasks, "Monitor stream ended")
+    assert "<event>via-server</event>" in notes[0]
