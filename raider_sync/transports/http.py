@@ -93,7 +93,8 @@ class StreamableHttpTransport(Transport):
                                            initializer=self._mark_reader)
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
-        self._wake = threading.Event()
+        self._stopped = threading.Event()        # set once, by close
+        self._wake_listener = threading.Event()  # set by negotiated and close
         self._renew_lock = threading.Lock()
         self._renewed = threading.Condition()
         self._renewer: threading.Thread | None = None
@@ -119,7 +120,7 @@ class StreamableHttpTransport(Transport):
                                               name=f"raider-{self.name}-listen")
             self._listener.start()
         else:
-            self._wake.set()
+            self._wake_listener.set()  # a new session: reconnect now rather than after a delay
         bound = LISTEN_READY_TIMEOUT if timeout is None else min(timeout, LISTEN_READY_TIMEOUT)
         self._listening.wait(bound)
 
@@ -349,14 +350,17 @@ class StreamableHttpTransport(Transport):
                        "error": {"code": STREAM_FAILED, "message": str(error), "data": data}})
 
     def _pause(self, retry_ms: int | None, deadline: float | None,
-               default: float = RECONNECT_DELAY) -> bool:
+               default: float = RECONNECT_DELAY, listener: bool = False) -> bool:
         """Wait the server's retry delay (or ``default``) within the deadline; False when
-        closing or when the deadline would pass."""
+        closing or when the deadline would pass. The listener is also woken by a new session."""
         delay = retry_ms / 1000 if retry_ms is not None else default
         if deadline is not None and time.monotonic() + delay >= deadline:
             return False
-        self._wake.wait(delay)
-        self._wake.clear()
+        if listener:
+            self._wake_listener.wait(delay)
+            self._wake_listener.clear()
+        else:
+            self._stopped.wait(delay)
         return not self._closing
 
     # -- the GET stream ------------------------------------------------------------------
@@ -399,7 +403,9 @@ class StreamableHttpTransport(Transport):
                     "%s: the GET stream failed: %s", self.name, exc)
                 self._listening.set()
                 delay = min(MAX_RECONNECT_DELAY, RECONNECT_DELAY * 2 ** (failures - 1))
-                if not self._pause(retry, None, delay):
+                if retry is not None:
+                    delay = max(delay, retry / 1000)
+                if not self._pause(None, None, delay, listener=True):
                     return
                 continue
             finally:
@@ -408,7 +414,7 @@ class StreamableHttpTransport(Transport):
             parser = SseParser(last_id)
             self._pump(response, parser, None, None, idle_timeout=LISTEN_READ_TIMEOUT)
             last_id, retry = parser.last_event_id, parser.retry
-            if not self._pause(retry, None):
+            if not self._pause(retry, None, listener=True):
                 return
 
     # -- stopping ------------------------------------------------------------------------
@@ -425,7 +431,8 @@ class StreamableHttpTransport(Transport):
                                          deadline=None, read_timeout=DELETE_TIMEOUT).close()
                 except TransportError as exc:
                     log.debug("%s: DELETE failed: %s", self.name, exc)
-            self._wake.set()
+            self._stopped.set()
+            self._wake_listener.set()
             self.channel.abort()
             listener = self._listener
             if listener is not None and listener is not threading.current_thread():
