@@ -9,12 +9,16 @@ and a transport that only moves messages. It owns:
 - one watchdog thread that fails a request whose deadline passes, after sending
   ``notifications/cancelled`` for it, so even a future nobody waits on cannot hang.
 - dispatch of what the peer sends on its own: notifications run in order on one thread,
-  requests on a small pool; neither ever runs on the reader thread.
+  requests on a small pool; neither ever runs on the reader thread. Progress callbacks run in
+  order on a thread of their own, and the answer of a request with a progress callback is
+  settled behind them: every step sent before the answer has been seen when the future is
+  done (so an ``on_progress`` callback must not wait for another such request).
 
 Threads are named ``raider-<name>-...`` and joined by :meth:`Session.close`.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import logging
@@ -81,6 +85,9 @@ class Session:
         self._closed_error: BaseException | None = None
         self._local = threading.local()
         self._notifier = ThreadPoolExecutor(1, f"raider-{name}-notify", self._mark_worker)
+        # progress callbacks and the answers of requests that have them, in arrival order, on
+        # a thread of their own: a notification handler may wait for such a request
+        self._progress_pool = ThreadPoolExecutor(1, f"raider-{name}-progress", self._mark_worker)
         self._workers = ThreadPoolExecutor(request_workers, f"raider-{name}-handler",
                                            self._mark_worker)
         self._deadlines: list[tuple[float, int]] = []
@@ -113,7 +120,7 @@ class Session:
         with self._wake:
             self._wake.notify_all()
         in_worker = getattr(self._local, "session", None) is self
-        for pool in (self._notifier, self._workers):
+        for pool in (self._notifier, self._progress_pool, self._workers):
             pool.shutdown(wait=wait and not in_worker, cancel_futures=True)
         if wait and self._watchdog and self._watchdog is not threading.current_thread():
             self._watchdog.join(5)
@@ -196,7 +203,7 @@ class Session:
         elif "id" in message:
             self._submit(self._workers, self._answer, message)
         elif method == "notifications/progress":
-            self._submit(self._notifier, self._progress, message.get("params") or {})
+            self._route_progress(message.get("params") or {})
         elif self._handle_notification is not None:
             self._submit(self._notifier, self._handle_notification, method,
                          message.get("params") or {})
@@ -205,13 +212,22 @@ class Session:
         request_id = message.get("id")
         if "error" in message:
             err = message["error"] if isinstance(message["error"], dict) else {}
-            self._settle(request_id, error=McpError(_code(err.get("code")),
-                                                    str(err.get("message", "error")),
-                                                    err.get("data")))
+            outcome: dict = {"error": McpError(_code(err.get("code")),
+                                               str(err.get("message", "error")), err.get("data"))}
         elif "result" in message:
-            self._settle(request_id, result=message["result"])
+            outcome = {"result": message["result"]}
         else:
             log.warning("%s: ignored a message with neither method, result nor error", self.name)
+            return
+        with self._lock:
+            entry = self._pending.get(request_id) if _hashable(request_id) else None
+        if entry is not None and entry.on_progress is not None:
+            # behind the progress callbacks already queued: a caller sees every step that
+            # the server sent before its answer by the time the future is done
+            self._submit(self._progress_pool,
+                         functools.partial(self._settle, request_id, **outcome))
+        else:
+            self._settle(request_id, **outcome)
 
     def _answer(self, message: dict) -> None:
         request_id = message["id"]
@@ -233,13 +249,18 @@ class Session:
         except Exception as exc:  # noqa: BLE001
             log.debug("%s: answer to %s not sent: %s", self.name, method, exc)
 
-    def _progress(self, params: dict) -> None:
+    def _route_progress(self, params: dict) -> None:
+        """Find the request a progress notification belongs to now, on the reader thread
+        (its answer may be next in the stream), and queue its callback in arrival order."""
+        token = params.get("progressToken")
         with self._lock:
-            entry = self._pending.get(params.get("progressToken"))  # type: ignore[arg-type]
-        if entry is None or entry.on_progress is None:
-            return
+            entry = self._pending.get(token) if _hashable(token) else None  # type: ignore[arg-type]
+        if entry is not None and entry.on_progress is not None:
+            self._submit(self._progress_pool, self._progress, entry.on_progress, params)
+
+    def _progress(self, on_progress: ProgressCallback, params: dict) -> None:
         try:
-            entry.on_progress(params.get("progress", 0), params.get("total"), params.get("message"))
+            on_progress(params.get("progress", 0), params.get("total"), params.get("message"))
         except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
             log.exception("%s: progress callback failed", self.name)
 
@@ -248,7 +269,7 @@ class Session:
     def _settle(self, request_id: Any, *, result: Any = None,
                 error: BaseException | None = None) -> None:
         with self._lock:
-            entry = self._pending.pop(request_id, None)
+            entry = self._pending.pop(request_id, None) if _hashable(request_id) else None
         if entry is None:
             return  # late answer to a cancelled or timed-out request: ignored
         if error is None and entry.transform is not None:
@@ -349,6 +370,10 @@ def _error_reply(request_id: Any, code: int, message: str, data: Any = None) -> 
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int, float, type(None)))
 
 
 def _code(value: Any) -> int:

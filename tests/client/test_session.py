@@ -364,3 +364,58 @@ def test_close_without_wait_fails_pending_at_once_and_a_second_close_joins():
     session.close(ConnectionClosed("going"), wait=False)
     assert str(future.exception(0)) == "going"
     session.close()
+
+
+def test_progress_sent_before_the_answer_is_delivered_before_the_result(pair):
+    """Regression: progress was looked up on the dispatch thread, after the reader thread had
+    already settled the answer, so the last steps of a slow callback were dropped."""
+    session, transport = pair
+    seen = []
+
+    def slow_callback(progress, total, message):
+        time.sleep(0.05)  # a user callback that takes a while
+        seen.append(progress)
+
+    future = session.request_f("tools/call", timeout=WAIT, on_progress=slow_callback)
+    request_id = transport.next_sent()["id"]
+    transport.deliver([{"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": request_id, "progress": p, "total": 3}}
+                       for p in (1, 2, 3)] + [{"jsonrpc": "2.0", "id": request_id, "result": "done"}])
+    assert future.result(WAIT) == "done"
+    assert seen == [1, 2, 3]
+
+
+def test_unhashable_ids_and_tokens_are_ignored(pair):
+    session, transport = pair
+    future = session.request_f("x", timeout=WAIT, on_progress=lambda *a: None)
+    transport.deliver({"jsonrpc": "2.0", "id": [1], "result": "bad id"})
+    transport.deliver({"jsonrpc": "2.0", "method": "notifications/progress",
+                       "params": {"progressToken": {"a": 1}, "progress": 1}})
+    transport.deliver({"jsonrpc": "2.0", "id": 1, "result": "ok"})
+    assert future.result(WAIT) == "ok"
+
+
+def test_a_notification_handler_may_wait_for_a_request_with_progress():
+    """Answers of requests with progress are settled on the progress thread, not on the
+    notification thread a handler may be blocking."""
+    box: dict = {}
+
+    def handle(method, params):
+        box["result"] = box["session"].request("inner", timeout=WAIT,
+                                               on_progress=lambda *a: box.setdefault("p", a))
+
+    session, transport = make(handle_notification=handle)
+    box["session"] = session
+    try:
+        transport.deliver({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        sent = transport.next_sent()
+        token = sent["params"]["_meta"]["progressToken"]
+        transport.deliver({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": token, "progress": 1}})
+        transport.deliver({"jsonrpc": "2.0", "id": sent["id"], "result": "inner done"})
+        poll_until = time.monotonic() + WAIT
+        while "result" not in box and time.monotonic() < poll_until:
+            time.sleep(0.01)
+        assert box["result"] == "inner done" and box["p"][0] == 1
+    finally:
+        session.close()
