@@ -54,6 +54,7 @@ class Reaper:
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._wake_w = -1
+        self._wake_pending = False
         self._selector: selectors.BaseSelector | None = None
         self._waiters: list[threading.Thread] = []
 
@@ -130,15 +131,18 @@ class Reaper:
         os.set_blocking(wake_w, False)
         selector.register(wake_r, selectors.EVENT_READ, None)
         self._selector, self._wake_w = selector, wake_w
+        self._wake_pending = False
         # daemon: an atexit hook (BashTools' finalizer) stops the shells and this thread.
         self._thread = threading.Thread(target=self._run, args=(selector, wake_r, wake_w),
                                         name=self.name, daemon=True)
         self._thread.start()
 
     def _wake(self) -> None:
-        """Wake the thread (the caller holds the lock, so the pipe is still open)."""
-        if self._wake_w < 0:
+        """Wake the thread (the caller holds the lock, so the pipe is still open); one
+        write until the thread has read it, however many calls come meanwhile."""
+        if self._wake_w < 0 or self._wake_pending:
             return
+        self._wake_pending = True
         try:
             os.write(self._wake_w, b"x")
         except OSError:
@@ -164,11 +168,13 @@ class Reaper:
                     delay = max(0.0, self._timers[0][0] - time.monotonic()) if self._timers else None
                 for key, _ in selector.select(delay):
                     if key.fd == wake_r:
-                        try:
-                            while os.read(wake_r, 4096):
+                        with self._lock:
+                            self._wake_pending = False
+                            try:
+                                while os.read(wake_r, 4096):
+                                    pass
+                            except BlockingIOError:
                                 pass
-                        except BlockingIOError:
-                            pass
                         continue
                     selector.unregister(key.fd)
                     os.close(key.fd)
