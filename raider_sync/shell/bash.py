@@ -135,9 +135,13 @@ class BashTools:
             return resolved((started_in_background(shell.id, notified), False))
         timeout = self._seconds(inp.get("timeout"), self.default_timeout)
         runtime = self._runtime  # the timer must not keep this object alive
-        shell.timer = runtime.reaper.call_later(
+        timer = runtime.reaper.call_later(
             timeout, lambda: runtime.to_background(
                 shell, lambda s: (moved_to_background(s.id, timeout, notified), False)))
+        with shell.lock:
+            shell.timer = timer
+            if shell.reaped:  # it ended before the timer was known: nothing to move
+                timer.cancel()
         return shell.result
 
     def notification(self, shell: Shell, status: str) -> tuple[str, str]:

@@ -22,6 +22,7 @@ log = logging.getLogger("raider_sync.shell")
 
 HAVE_PIDFD = hasattr(os, "pidfd_open")
 JOIN_TIMEOUT = 10.0
+PRUNE_AT = 1024  # timers in the heap before cancelled ones are dropped
 
 
 class Timer:
@@ -51,6 +52,7 @@ class Reaper:
         self._lock = threading.Lock()
         self._posted: list[Callable[[], None]] = []
         self._timers: list[tuple[float, int, Timer]] = []
+        self._prune_at = PRUNE_AT
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._wake_w = -1
@@ -78,6 +80,8 @@ class Reaper:
         timer = Timer(time.monotonic() + max(0.0, delay), fn)
         with self._lock:
             self._ensure_started()
+            if len(self._timers) >= self._prune_at:
+                self._prune()
             heapq.heappush(self._timers, (timer.when, next(self._seq), timer))
             if not self.in_reaper():
                 self._wake()
@@ -147,6 +151,14 @@ class Reaper:
             os.write(self._wake_w, b"x")
         except OSError:
             pass  # the pipe is full: the thread is awake anyway
+
+    def _prune(self) -> None:
+        """Drop cancelled timers (the caller holds the lock). A cancelled timer otherwise
+        stays in the heap until its time: thousands of quick commands with a 120 s timeout
+        would pile up. Amortised: the next prune waits until the heap has doubled."""
+        self._timers = [entry for entry in self._timers if not entry[2].cancelled]
+        heapq.heapify(self._timers)
+        self._prune_at = max(PRUNE_AT, 2 * len(self._timers))
 
     def _register(self, pidfd: int, on_exit: Callable[[], None]) -> None:
         self._selector.register(pidfd, selectors.EVENT_READ, on_exit)

@@ -135,3 +135,11 @@ def test_without_pidfds_exits_are_still_seen(make_shell, monkeypatch, tmp_path):
     assert wait_until(lambda: notes.extend(tasks.notifications()) or
                       any("Monitor stream ended" in n for n in notes), 5)
     assert any("<event>line</event>" in n for n in notes)
+
+
+def test_cancelled_timers_do_not_pile_up(make_shell):
+    shell = make_shell()
+    for _ in range(1500):
+        shell._runtime.reaper.call_later(120, lambda: None).cancel()
+    assert shell.bash({"command": "echo ok"}) == ("ok", False)
+    assert len(shell._runtime.reaper._timers) < 1100
