@@ -151,6 +151,28 @@ def test_an_answer_that_is_not_json_fails_that_call_only(fake, connect):
     assert text(client.call_tool("echo", {})) == "echo: {}"
 
 
+def test_a_json_answer_to_another_request_fails_that_call(fake, connect):
+    client = connect(fake(answer="json"))
+    with pytest.raises(TransportError, match="not a JSON-RPC answer") as caught:
+        client.call_tool("wrongid", {})
+    assert "someone-else" in caught.value.body
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
+def test_fingerprint_covers_url_and_headers_without_showing_them():
+    def fingerprint(url: str, token: str) -> str:
+        spec = config_of({"r": {"type": "http", "url": url,
+                                "headers": {"Authorization": f"Bearer {token}"}}}).server("r")
+        return McpServer(spec).fingerprint
+
+    base = fingerprint("https://mcp.example/mcp", "s3cret-token")
+    assert base == fingerprint("https://mcp.example/mcp", "s3cret-token")
+    assert base != fingerprint("https://mcp.example/mcp", "another-token")
+    assert base != fingerprint("https://other.example/mcp", "s3cret-token")
+    assert "s3cret" not in base and "mcp.example" not in base
+    assert base.startswith("http:r:")
+
+
 def test_garbage_sse_lines_are_skipped(fake, connect):
     client = connect(fake())
     assert text(client.call_tool("garbage", {"g": 1})) == "garbage: {'g': 1}"

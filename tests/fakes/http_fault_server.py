@@ -17,7 +17,8 @@ Options (attributes, may be changed while running):
 
 Tools: echo, cut (SSE answer cut mid-chunk after a progress event, answer on resume), drop
 (SSE ended cleanly with no answer and no event id), garbage (junk SSE lines around the answer),
-endless (keep-alives until the client goes), fail500, notjson.
+endless (keep-alives until the client goes), fail500, notjson, wrongid (a JSON answer to
+another request).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-TOOLS = ["echo", "cut", "drop", "garbage", "endless", "fail500", "notjson"]
+TOOLS = ["echo", "cut", "drop", "garbage", "endless", "fail500", "notjson", "wrongid"]
 
 
 class _Server(ThreadingHTTPServer):
@@ -260,6 +261,8 @@ def _handler(fake: FaultServer):
                 return self._plain(500, "boom: the fake server failed inside")
             if name == "notjson":
                 return self._plain(200, "this is <b>not</b> json", "application/json")
+            if name == "wrongid":
+                return self._json({**text, "id": "someone-else"})
             if name == "cut":
                 self._start_stream()
                 self._prime("c1")
