@@ -253,8 +253,8 @@ class HttpChannel:
                strict: bool = False, idle_timeout: float | None = None) -> Iterator[bytes]:
         """The body as it arrives. Every read is bounded by ``deadline`` (the socket timeout is
         lowered as it nears), or, without one, by ``idle_timeout`` s of silence. A broken
-        connection ends the iteration (``strict``: raises TransportError); so does a passed
-        deadline. Closes the response at the end."""
+        connection ends the iteration, and so does a passed deadline (``strict``: they raise
+        TransportError and DeadlinePassed). Closes the response at the end."""
         raw = response.raw
         sock = _socket_of(raw)
         if idle_timeout is not None and sock is not None:
@@ -264,6 +264,9 @@ class HttpChannel:
                 if deadline is not None:
                     left = deadline - time.monotonic()
                     if left <= 0:
+                        if strict:
+                            raise DeadlinePassed(f"{self.url}: the deadline passed while "
+                                                 f"reading the answer")
                         return
                     if sock is not None and (sock.gettimeout() or 1e9) > left + 0.05:
                         sock.settimeout(left)
@@ -272,6 +275,9 @@ class HttpChannel:
                 except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError,
                         AttributeError) as exc:
                     # AttributeError: urllib3 reading a response closed under it by abort()
+                    if strict and deadline is not None and time.monotonic() >= deadline:
+                        raise DeadlinePassed(f"{self.url}: the deadline passed while reading "
+                                             f"the answer") from exc
                     if strict and not self.aborted:
                         raise TransportError(f"{self.url}: the connection broke while reading "
                                              f"the answer: {_short(str(exc))}") from exc

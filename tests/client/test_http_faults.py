@@ -203,6 +203,17 @@ def test_never_ending_answer_hits_the_call_timeout_and_is_cancelled(fake, connec
     assert text(client.call_tool("echo", {})) == "echo: {}"
 
 
+def test_a_json_body_that_trickles_forever_hits_the_call_timeout(fake, connect):
+    server = fake(answer="json")
+    client = connect(server)
+    started = time.monotonic()
+    with pytest.raises(ToolTimeout):
+        client.call_tool("stalljson", {}, timeout=0.6)
+    assert time.monotonic() - started < 2.0
+    poll(lambda: server.cancelled, what="notifications/cancelled")
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+
+
 def _busy(thread: threading.Thread) -> bool:
     frame = sys._current_frames().get(thread.ident)
     while frame is not None:

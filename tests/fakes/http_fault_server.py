@@ -18,7 +18,7 @@ Options (attributes, may be changed while running):
 Tools: echo, cut (SSE answer cut mid-chunk after a progress event, answer on resume), drop
 (SSE ended cleanly with no answer and no event id), garbage (junk SSE lines around the answer),
 endless (keep-alives until the client goes), fail500, notjson, wrongid (a JSON answer to
-another request).
+another request), stalljson (a JSON body that stops half way, a byte a while).
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-TOOLS = ["echo", "cut", "drop", "garbage", "endless", "fail500", "notjson", "wrongid"]
+TOOLS = ["echo", "cut", "drop", "garbage", "endless", "fail500", "notjson", "wrongid",
+         "stalljson"]
 
 
 class _Server(ThreadingHTTPServer):
@@ -261,6 +262,20 @@ def _handler(fake: FaultServer):
                 return self._plain(500, "boom: the fake server failed inside")
             if name == "notjson":
                 return self._plain(200, "this is <b>not</b> json", "application/json")
+            if name == "stalljson":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                try:
+                    self.wfile.write(b'{"jsonrpc": "2.0", ')
+                    while not fake.stopping.wait(0.1):
+                        self.wfile.write(b" ")  # trickles: no read ever times out
+                        self.wfile.flush()
+                except OSError:
+                    pass
+                self.close_connection = True
+                return
             if name == "wrongid":
                 return self._json({**text, "id": "someone-else"})
             if name == "cut":
