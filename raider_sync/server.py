@@ -238,8 +238,9 @@ class McpServer:
             deadline = _Deadline(timeout)
             session.open(timeout=deadline.left())
             self._handshake(session, deadline)
-            self._set_tools(self._fetch_all("tools/list", "tools", deadline.left(),
-                                            self._startup_timeout_message()))
+            if "tools" in self.capabilities:  # a server without tools is not asked for them
+                self._set_tools(self._fetch_all("tools/list", "tools", deadline.left(),
+                                                self._startup_timeout_message()))
             self._set_status("connected", only_from="starting")
         except BaseException as exc:  # noqa: BLE001 - start_f never fails
             if self._status != "stopped":
@@ -463,8 +464,16 @@ class McpServer:
             if future is None:
                 future = self._lists[method] = self._background_f(
                     lambda: shape(self._fetch_all(method, field, self.call_timeout)),
-                    fallback=[], what=method)
-        return then(future, lambda items: [dict(i) for i in items])
+                    fallback=None, what=method)
+                future.add_done_callback(lambda done: self._forget_failed(method, done))
+        return then(future, lambda items: copy.deepcopy(items or []))
+
+    def _forget_failed(self, method: str, future: Future) -> None:
+        """A failed list answers [] once; it is not cached, so the next call asks again."""
+        if future.result() is None:
+            with self._lock:
+                if self._lists.get(method) is future:
+                    del self._lists[method]
 
     def _fetch_all(self, method: str, field: str, timeout: float,
                    timeout_message: str | None = None) -> list[dict]:
