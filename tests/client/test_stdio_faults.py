@@ -608,3 +608,36 @@ def test_32_threads_get_their_own_answers(started):
 def test_a_spec_is_required():
     with pytest.raises(TypeError, match="ServerSpec"):
         McpServer({"command": sys.executable})  # type: ignore[arg-type]
+
+
+def test_a_server_that_exits_at_once_fails_with_its_last_words_and_one_status_change():
+    statuses = []
+    server = McpServer(fake_spec("exit-at-start"), kill_grace=0.2,
+                       on_status=lambda s: statuses.append((s.status, s.reason)))
+    try:
+        server.start_f().result(WAIT)
+        assert server.status == "failed"
+        assert "boom: cannot start" in server.reason and "code 1" in server.reason
+        assert [s for s, _ in statuses] == ["starting", "failed"]
+        assert server.stderr_tail == ["boom: cannot start"]
+    finally:
+        server.stop()
+
+
+def test_a_server_without_tools_connects_with_none(started):
+    server = started("notools")
+    assert server.status == "connected", server.reason
+    assert server.tool_names == [] and server.list_tools() == []
+    assert "tools/list" not in [m["method"] for m in seen_raw(server)]
+
+
+def test_a_failed_prompt_list_is_empty_once_and_asked_again(started):
+    server = started("lists,flaky-lists")
+    assert server.list_prompts() == []
+    assert [p["name"] for p in server.list_prompts()] == ["first"]
+
+
+def seen_raw(server: McpServer) -> list[dict]:
+    """``seen`` through the session, for a server whose tool list is empty."""
+    result = server._session.request("tools/call", {"name": "seen", "arguments": {}}, timeout=WAIT)
+    return json.loads(result["content"][0]["text"])

@@ -15,6 +15,9 @@ Modes:
   ask           send sampling/createMessage and ping to the client after initialized
   batch         answer tools/list inside a JSON-RPC batch (array)
   meta          tool results carry _meta with raider/ keys
+  exit-at-start write "boom: cannot start" to stderr and exit 1 before reading anything
+  notools       declare no tools capability and answer tools/list with -32601
+  flaky-lists   answer the first prompts/list with an error, later ones normally
   lists         offer prompts and resources (a ui:// one and an mcp-app one among them);
                 the tools add-prompt / add-resource grow them and send list_changed
 Tools: echo, crash, big (20 MB text), sleep (never answers), error (JSON-RPC error),
@@ -119,7 +122,7 @@ def handle(msg):
                 "data": {"supported": ["2026-07-28"], "requested": msg["params"]["protocolVersion"]}}})
             return
         version = "2099-01-01" if "future" in MODES else msg["params"]["protocolVersion"]
-        capabilities = {"tools": {"listChanged": True}}
+        capabilities = {} if "notools" in MODES else {"tools": {"listChanged": True}}
         if "lists" in MODES:
             capabilities.update(prompts={"listChanged": True}, resources={"listChanged": True})
         result(msg_id, {"protocolVersion": version, "capabilities": capabilities,
@@ -130,6 +133,11 @@ def handle(msg):
             send({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage",
                   "params": {"messages": [], "maxTokens": 1}})
             send({"jsonrpc": "2.0", "id": "s2", "method": "ping"})
+    elif method == "tools/list" and "notools" in MODES:
+        send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "no tools"}})
+    elif method == "prompts/list" and "flaky-lists" in MODES and not answers.get("flaked"):
+        answers["flaked"] = True
+        send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32603, "message": "not yet"}})
     elif method == "tools/list":
         listed = tools()
         if "paginate" in MODES:
@@ -171,6 +179,10 @@ def handle(msg):
 
 
 def main():
+    if "exit-at-start" in MODES:
+        sys.stderr.write("boom: cannot start\n")
+        sys.stderr.flush()
+        sys.exit(1)
     if "ignore-term" in MODES:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if "grandchild" in MODES:
