@@ -167,6 +167,8 @@ class Session:
             self.transport.send(message, deadline=deadline)
         except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
             self._settle(request_id, error=timeout_error(self._timeout_message(entry)))
+        except (TypeError, ValueError) as exc:  # params JSON cannot carry: the caller's error
+            self._settle(request_id, error=exc)
         except BaseException as exc:  # noqa: BLE001 - the future carries it
             self._settle(request_id, error=exc if isinstance(exc, RaiderError)
                          else ConnectionClosed(f"could not send to {self.name}: {exc}"))

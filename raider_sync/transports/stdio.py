@@ -52,6 +52,16 @@ def wait_exit(proc: subprocess.Popen, seconds: float) -> bool:
         return False
 
 
+def encode_line(message: dict) -> bytes:
+    """One message as one line of UTF-8 JSON. Raises ValueError (NaN, infinities) or TypeError
+    (objects) for what JSON cannot carry, before anything is written."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: escaped it is still valid JSON
+        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
 class StdioTransport(Transport):
     """A local MCP server process spoken to over its stdin and stdout.
 
@@ -102,7 +112,7 @@ class StdioTransport(Transport):
         ``deadline`` (time.monotonic()); then raises RequestTimeout when nothing of the message
         was written, or kills the server (a half-written line breaks the stream) and raises
         ConnectionClosed. Raises ConnectionClosed when the process is gone."""
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        data = encode_line(message)
         proc = self._proc
         if proc is None or self._closing:
             raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)

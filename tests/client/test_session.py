@@ -419,3 +419,11 @@ def test_a_notification_handler_may_wait_for_a_request_with_progress():
         assert box["result"] == "inner done" and box["p"][0] == 1
     finally:
         session.close()
+
+
+def test_params_json_cannot_carry_fail_with_the_callers_error():
+    session, _ = make(MemoryTransport(fail_send=TypeError("Object of type set is not JSON serializable")))
+    try:
+        assert isinstance(session.request_f("x", {"a": {1}}, timeout=WAIT).exception(0), TypeError)
+    finally:
+        session.close()

@@ -641,3 +641,16 @@ def seen_raw(server: McpServer) -> list[dict]:
     """``seen`` through the session, for a server whose tool list is empty."""
     result = server._session.request("tools/call", {"name": "seen", "arguments": {}}, timeout=WAIT)
     return json.loads(result["content"][0]["text"])
+
+
+def test_arguments_json_cannot_carry_fail_the_call_and_not_the_connection(started):
+    server = started()
+    with pytest.raises(ValueError):
+        server.call_tool("mcp__fake__echo", {"message": float("nan")})
+    with pytest.raises(TypeError):
+        server.call_tool("mcp__fake__echo", {"message": object()})
+    # a lone surrogate is sent escaped, which is still JSON
+    assert text_of(server.call_tool("mcp__fake__echo", {"message": "a\ud800b"})) == "a\ud800b"
+    assert text_of(server.call_tool("mcp__fake__echo", {"message": "ünï\u2028cödé"})) == \
+        "ünï\u2028cödé"
+    assert server.status == "connected"
