@@ -6,24 +6,33 @@ __version__ = "0.1.0"
 
 from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
 from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected,  # noqa: E402
-                     RaiderError, RequestTimeout, ToolTimeout, TransportError, UnknownTool,
-                     UnsupportedProtocol)
+                     RaiderError, RequestTimeout, ToolTimeout, TransportError, UnknownServer,
+                     UnknownTool, UnsupportedProtocol)
+from .hub import McpHub, ReloadResult  # noqa: E402
+from .resources import Resources  # noqa: E402
 from .server import McpServer  # noqa: E402
+from .shell import BashTools, Tasks  # noqa: E402
 from .toolserver import ToolServer  # noqa: E402
 
 __all__ = [
+    "BashTools",
     "ConfigError",
     "ConnectionClosed",
     "McpConfig",
     "McpError",
+    "McpHub",
     "McpServer",
     "NotConnected",
     "RaiderError",
+    "ReloadResult",
     "RequestTimeout",
+    "Resources",
     "ServerSpec",
+    "Tasks",
     "ToolServer",
     "ToolTimeout",
     "TransportError",
+    "UnknownServer",
     "UnknownTool",
     "UnsupportedProtocol",
     "__version__",

@@ -104,6 +104,7 @@ class McpServer:
         self.capabilities: dict = {}
         self.warnings: list[str] = []
         self._transport = None
+        self._transport_claimed = False  # one thread, and only one, closes the transport
         self._session: Session | None = None
         self._start_future: Future | None = None
         self._start_thread: threading.Thread | None = None
@@ -246,7 +247,8 @@ class McpServer:
             if self._status != "stopped":
                 reason = self._describe_failure(exc)
                 self._close_connection(ConnectionClosed(reason, self.stderr_tail), grace=True)
-                self._set_status("failed", reason)
+                if self._status != "failed":  # the reader may have said so already
+                    self._set_status("failed", reason)
         finally:
             self._start_future.set_result(self)  # type: ignore[union-attr]
 
@@ -609,6 +611,10 @@ class McpServer:
         with self._lock:
             session, transport = self._session, self._transport
             self._session = None
+            if self._transport_claimed:
+                transport = None  # another thread is closing it: waiting here could deadlock
+            elif transport is not None:
+                self._transport_claimed = True
         if session is not None:  # pending calls fail now, not after the grace periods
             session.close(error, wait=False)
         if transport is not None:
