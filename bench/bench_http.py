@@ -31,9 +31,9 @@ from raider_sync import McpConfig, McpServer
 
 from .common import SDK_SERVER, ms, p50, ratio, table, timed
 
-WARMUP = 60
-CALLS = 300
-ROUNDS = 3
+WARMUP = 50
+CALLS = 150
+ROUNDS = 5
 ARGS = {"message": "hello"}
 VERSION = "2025-11-25"
 
