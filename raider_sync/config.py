@@ -179,6 +179,11 @@ class McpConfig:
             if not isinstance(entry, dict):
                 problems.append(f"{where}: expected an object, got {type(entry).__name__}")
                 continue
+            unknown = sorted(str(k) for k in entry if k not in _ENTRY_FIELDS)
+            if unknown:  # Claude Code ignores what it does not know (oauth, ...): so do we
+                warnings.append(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} "
+                                f"ignored: {', '.join(unknown)}")
+                entry = {k: v for k, v in entry.items() if k in _ENTRY_FIELDS}
             missing: set[str] = set()
             expanded = _expand_entry(entry, env, missing)
             if project_dir is not None:
@@ -197,6 +202,12 @@ class McpConfig:
         if problems:
             raise ConfigError(f"{source}: " + "; ".join(problems), problems)
         return cls(servers, warnings)
+
+
+#: the keys an entry may have: the spec's fields (by name and by alias) and "type"; "name"
+#: stays, to be refused as a field given twice
+_ENTRY_FIELDS = frozenset({"type"} | set(ServerSpec.model_fields)
+                          | {f.alias for f in ServerSpec.model_fields.values() if f.alias})
 
 
 def _expand_entry(entry: dict, env: Mapping[str, str], missing: set[str]) -> dict:

@@ -158,7 +158,6 @@ def test_expand_vars_reports_missing_names():
     ({"type": "sse", "url": "not a url"}, "url"),
     ({"type": "websocket", "url": "ws://x"}, "type"),
     ({"type": 7, "command": "x"}, "type"),
-    ({"command": "x", "bogus": 1}, "bogus"),
     ({"type": "http", "url": "http://h/x", "headers": {"A": 1}}, "headers"),
 ])
 def test_a_bad_entry_names_the_server_and_the_field(entry, field):
@@ -228,3 +227,19 @@ def test_plugin_folders_are_kept():
     spec = load({"plugin:p:s": {"command": "x", "pluginRoot": "/plug", "pluginData": "/data"}}
                 ).server("plugin:p:s")
     assert (spec.plugin_root, spec.plugin_data, spec.key) == ("/plug", "/data", "plugin_p_s")
+
+
+def test_unknown_fields_are_ignored_with_a_warning():
+    """Claude Code writes fields raider_sync does not use (oauth, ...): the file still loads."""
+    config = load({"remote": {"type": "http", "url": "https://h/mcp",
+                              "oauth": {"clientId": "abc", "callbackPort": 8080}},
+                   "local": {"command": "x", "disabled": False, "alwaysAllow": []}})
+    assert config.server("remote").url == "https://h/mcp"
+    assert config.warnings == ["mcpServers.remote: unknown field ignored: oauth",
+                               "mcpServers.local: unknown fields ignored: alwaysAllow, disabled"]
+
+
+def test_aliases_and_field_names_are_both_known():
+    config = load({"s": {"command": "x", "headersHelper": "helper.sh", "pluginRoot": "/r"}})
+    assert config.warnings == []
+    assert config.server("s").headers_helper == "helper.sh"
