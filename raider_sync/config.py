@@ -90,6 +90,14 @@ class ServerSpec(BaseModel):
         data.setdefault("transport", TRANSPORT_ALIASES[kind])
         return data
 
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_is_a_number(cls, value: Any) -> Any:
+        # pydantic would read true as 1 and "5000" as 5000; JSON that says so is a mistake
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError("must be a number of milliseconds")
+        return value
+
     @field_validator("url")
     @classmethod
     def _absolute_url(cls, url: Optional[str]) -> Optional[str]:

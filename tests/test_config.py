@@ -152,6 +152,9 @@ def test_expand_vars_reports_missing_names():
     ({"command": "x", "env": ["A=1"]}, "env"),
     ({"command": "x", "timeout": "soon"}, "timeout"),
     ({"command": "x", "timeout": -5}, "timeout"),
+    ({"command": "x", "timeout": True}, "timeout"),
+    ({"command": "x", "timeout": "5000"}, "timeout"),
+    ({"command": "x", "timeout": 1.5}, "timeout"),
     ({"args": ["a"]}, "command"),
     ({}, "command"),
     ({"type": "http"}, "url"),
@@ -243,3 +246,7 @@ def test_aliases_and_field_names_are_both_known():
     config = load({"s": {"command": "x", "headersHelper": "helper.sh", "pluginRoot": "/r"}})
     assert config.warnings == []
     assert config.server("s").headers_helper == "helper.sh"
+
+
+def test_a_whole_float_timeout_is_accepted():
+    assert load({"s": {"command": "x", "timeout": 1500.0}}).server("s").timeout == 1500
