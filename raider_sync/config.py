@@ -160,7 +160,7 @@ class McpConfig:
         file's folder."""
         path = os.fspath(path)
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8-sig") as fh:  # an editor's BOM is no error
                 data = json.load(fh)
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc

@@ -250,3 +250,9 @@ def test_aliases_and_field_names_are_both_known():
 
 def test_a_whole_float_timeout_is_accepted():
     assert load({"s": {"command": "x", "timeout": 1500.0}}).server("s").timeout == 1500
+
+
+def test_a_file_with_a_byte_order_mark_loads(tmp_path):
+    path = tmp_path / ".mcp.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"mcpServers": {"a": {"command": "x"}}}).encode())
+    assert McpConfig.load(path, env={}).names() == ["a"]
