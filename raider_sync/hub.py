@@ -23,6 +23,7 @@ from typing import Any
 from .config import McpConfig, ServerSpec
 from .errors import UnknownServer, UnknownTool
 from .futures import failed, resolved, then
+from .notebook import hub_html
 from .server import McpServer
 
 log = logging.getLogger("raider_sync.hub")
@@ -71,6 +72,9 @@ class McpHub:
 
     def __repr__(self) -> str:
         return f"<McpHub {[(c.name, c.status) for c in self.clients]!r}>"
+
+    def _repr_html_(self) -> str:
+        return hub_html(self)
 
     def __enter__(self) -> "McpHub":
         self.start()

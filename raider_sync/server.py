@@ -32,6 +32,7 @@ from .errors import (ConnectionClosed, McpError, NotConnected, RequestTimeout, T
                      TransportError, UnknownTool, UnsupportedProtocol)
 from .futures import failed, resolved, run_in_thread, then
 from .jsonrpc import ProgressCallback, Session
+from .notebook import ToolResult, server_html
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error)
@@ -118,6 +119,9 @@ class McpServer:
 
     def __repr__(self) -> str:
         return f"<McpServer {self.name!r} {self.transport} {self.status}>"
+
+    def _repr_html_(self) -> str:
+        return server_html(self)
 
     def __enter__(self) -> "McpServer":
         self.initialize()
@@ -378,10 +382,9 @@ class McpServer:
     def _shape_result(self, result: Any) -> dict:
         if not isinstance(result, dict):
             raise McpError(-32603, f"tools/call answered with {type(result).__name__}, not an object")
-        result = strip_private_meta(result)
+        result = ToolResult(strip_private_meta(result))
         if isinstance(result.get("content"), list):
-            result = {**result, "content": self.limit_content(result["content"],
-                                                              bool(result.get("isError")))}
+            result["content"] = self.limit_content(result["content"], bool(result.get("isError")))
         return result
 
     def limit_content(self, content: list[dict], is_error: bool = False) -> list[dict]:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from .config import normalize_name
 from .errors import McpError, NotConnected, ToolTimeout, UnknownTool
+from .notebook import ToolResult, server_html
 from .futures import failed, resolved, then
 
 log = logging.getLogger("raider_sync.toolserver")
@@ -116,6 +117,9 @@ class ToolServer:
 
     def __repr__(self) -> str:
         return f"<ToolServer {self.name!r} tools={self.tool_names}>"
+
+    def _repr_html_(self) -> str:
+        return server_html(self)
 
     def __enter__(self) -> "ToolServer":
         return self
@@ -418,6 +422,10 @@ def text_result(text: str, is_error: bool = False) -> dict:
 
 def _as_result(value: Any) -> dict:
     """A handler's return value as a tool result dict."""
+    return ToolResult(_result_of(value))
+
+
+def _result_of(value: Any) -> dict:
     if isinstance(value, dict) and ("content" in value or "isError" in value):
         return value
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], bool):
