@@ -654,3 +654,10 @@ def test_arguments_json_cannot_carry_fail_the_call_and_not_the_connection(starte
     assert text_of(server.call_tool("mcp__fake__echo", {"message": "ünï\u2028cödé"})) == \
         "ünï\u2028cödé"
     assert server.status == "connected"
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])
+def test_every_known_revision_is_accepted(started, version):
+    server = started(f"version={version}")
+    assert server.status == "connected" and server.protocol_version == version
+    assert text_of(server.call_tool("mcp__fake__echo", {"message": version})) == version

@@ -15,6 +15,7 @@ Modes:
   ask           send sampling/createMessage and ping to the client after initialized
   batch         answer tools/list inside a JSON-RPC batch (array)
   meta          tool results carry _meta with raider/ keys
+  version=V     answer initialize with protocolVersion V
   exit-at-start write "boom: cannot start" to stderr and exit 1 before reading anything
   notools       declare no tools capability and answer tools/list with -32601
   flaky-lists   answer the first prompts/list with an error, later ones normally
@@ -122,6 +123,9 @@ def handle(msg):
                 "data": {"supported": ["2026-07-28"], "requested": msg["params"]["protocolVersion"]}}})
             return
         version = "2099-01-01" if "future" in MODES else msg["params"]["protocolVersion"]
+        for mode in MODES:
+            if mode.startswith("version="):
+                version = mode.split("=", 1)[1]
         capabilities = {} if "notools" in MODES else {"tools": {"listChanged": True}}
         if "lists" in MODES:
             capabilities.update(prompts={"listChanged": True}, resources={"listChanged": True})
