@@ -256,13 +256,14 @@ class McpServer:
         finally:
             self._start_future.set_result(self)  # type: ignore[union-attr]
 
-    def _handshake(self, session: Session, deadline: "_Deadline") -> None:
+    def _handshake(self, session: Session, deadline: "_Deadline",
+                   timeout_message: str | None = None) -> None:
         """initialize, then notifications/initialized; raises what refuses the server."""
         try:
             result = session.request(
                 "initialize", initialize_params(self._client_capabilities(), self.client_info),
                 timeout=deadline.left(), cancellable=False,
-                timeout_message=self._startup_timeout_message())
+                timeout_message=timeout_message or self._startup_timeout_message())
         except McpError as exc:
             raise translate_initialize_error(exc) from None
         except TransportError as exc:  # the stateless revision's refusal over HTTP
@@ -284,7 +285,8 @@ class McpServer:
         session = self._session
         if session is None or self._status != "connected":
             raise self._not_connected()
-        self._handshake(session, _Deadline(timeout))
+        self._handshake(session, _Deadline(timeout),
+                        f"starting a new session timed out after {timeout:.3g} s")
         with self._lock:
             self._lists.clear()
         self._tools_changed()
