@@ -77,4 +77,9 @@ def test_read_and_prompt(empty_dir):
 def test_demo_runs(empty_dir):
     done = cli("demo", cwd=empty_dir)
     assert done.returncode == 0, done.stderr
-    assert "demo: connected" in done.stdout and "hello from raider_sync" in done.stdout
+    out = done.stdout
+    assert "demo: connected" in out and "hello from raider_sync" in out
+    assert "Full contents of resource:" in out  # the @demo:demo://guide.md mention
+    assert "<status>completed</status>" in out  # the background bash's notification
+    assert "<event>ERROR disk full</event>" in out  # the monitor's event
+    assert "nothing left running" in out
