@@ -11,6 +11,8 @@ import argparse
 import json
 import os
 import sys
+import threading
+import time
 from concurrent.futures import wait
 from typing import Any
 
@@ -69,20 +71,68 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- helpers ---------------------------------------------------------------------------------
 
 class _Servers:
-    """The configured servers of one command, started in parallel, stopped on exit."""
+    """The configured servers of one command, started in parallel, stopped on exit.
+
+    On a terminal (and without --json) a live status line on stderr shows each server's
+    progress while they start.
+    """
 
     def __init__(self, args, only: str | None = None):
         config = load_config(args.config)
         specs = [config.server(only)] if only else config.servers
-        self.servers = [McpServer(spec) for spec in specs]
+        self.line = StatusLine() if sys.stderr.isatty() and not getattr(args, "json", False) else None
+        on_status = self.line.changed if self.line else None
+        self.servers = [McpServer(spec, on_status=on_status) for spec in specs]
         self.warnings = config.warnings
+        for warning in self.warnings:
+            print(f"raider-sync: warning: {warning}", file=sys.stderr)
 
     def __enter__(self) -> list[McpServer]:
+        if self.line:
+            self.line.show(self.servers)
         wait([server.start_f() for server in self.servers], timeout=START_TIMEOUT_S)
+        if self.line:
+            self.line.clear()
         return self.servers
 
     def __exit__(self, *exc) -> None:
         wait([server.stop_f() for server in self.servers], timeout=START_TIMEOUT_S)
+
+
+class StatusLine:
+    """One line on stderr, rewritten as servers change status: ``starting: a ✓ b … c ✗``."""
+
+    MARKS = {"connected": "✓", "failed": "✗", "starting": "…", "configured": "·", "stopped": "-"}
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.servers: list[McpServer] = []
+        self.started = time.monotonic()
+        self.done = False
+        self._lock = threading.Lock()
+
+    def show(self, servers: list[McpServer]) -> None:
+        self.servers = servers
+        self._draw()
+
+    def changed(self, _server: McpServer) -> None:
+        self._draw()
+
+    def clear(self) -> None:
+        """Erase the line; later status changes (the stop) draw nothing."""
+        with self._lock:
+            self.done = True
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def _draw(self) -> None:
+        with self._lock:
+            if self.done:
+                return
+            marks = " ".join(f"{s.name} {self.MARKS.get(s.status, '?')}" for s in self.servers)
+            elapsed = time.monotonic() - self.started
+            self.stream.write(f"\r\x1b[Kstarting: {marks} ({elapsed:.1f} s)")
+            self.stream.flush()
 
 
 def _print_json(value: Any) -> None:
