@@ -5,10 +5,23 @@ import argparse
 import sys
 
 
+EPILOG = """\
+Servers come from --config FILE, else ./.mcp.json, else the embedded demo server.
+--json prints machine-readable output for scripts.
+
+exit codes:
+  0  done
+  1  a server failed, a tool answered with an error, or the call failed
+  2  bad usage or configuration (the message names the field)
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="raider-sync", description=(
-        "A synchronous MCP client: start configured servers, list and call their tools, "
-        "serve shell tools, run the gateway."))
+    parser = argparse.ArgumentParser(
+        prog="raider-sync", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=("A synchronous MCP client: start configured servers, list and call their "
+                     "tools, serve shell tools, run the gateway."),
+        epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for register in _registrars():

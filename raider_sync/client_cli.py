@@ -1,4 +1,4 @@
-"""The client's subcommands: servers, tools, call, prompt, read, serve, demo.
+"""The client's subcommands: servers, tools, call, prompt, resources, read, serve, demo.
 
 Config comes from ``--config FILE``, else ``./.mcp.json``, else the embedded default (the demo
 server shipped in the package, started with the current Python). ``--json`` prints machine-
@@ -58,6 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("server")
     parser.add_argument("name")
     parser.add_argument("--args", default="{}", metavar="JSON")
+    parser = command("resources", run_resources, "list the resources of the configured servers")
+    parser.add_argument("server", nargs="?", help="only this server")
     parser = command("read", run_read, "read a resource of a server")
     parser.add_argument("server")
     parser.add_argument("uri")
@@ -65,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("target", nargs="?", default="raider_sync.demo:build",
                        help="MODULE:ATTR naming a ToolServer or a function returning one")
     serve.set_defaults(run=run_serve)
-    command("demo", run_demo, "show the library on the embedded demo server")
+    command("demo", run_demo, "show the whole library on the configured (or embedded demo) servers")
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -244,6 +246,22 @@ def run_prompt(args) -> int:
             content = message.get("content", {})
             print(f"{message.get('role')}: {content.get('text', content)}")
     return EXIT_OK
+
+
+@_guard
+def run_resources(args) -> int:
+    with _Servers(args, args.server) as servers:
+        rows = [{"server": s.name, **r} for s in servers for r in s.list_resources()]
+        failed = [s for s in servers if s.status != "connected"]
+    if args.json:
+        _print_json(rows)
+    else:
+        _table([["SERVER", "URI", "NAME", "TYPE"]] +
+               [[r["server"], r.get("uri", ""), r.get("name", ""), r.get("mimeType") or ""]
+                for r in rows])
+    for server in failed:
+        print(f"raider-sync: {server.name}: {server.status}: {server.reason}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 @_guard

@@ -83,3 +83,17 @@ def test_demo_runs(empty_dir):
     assert "<status>completed</status>" in out  # the background bash's notification
     assert "<event>ERROR disk full</event>" in out  # the monitor's event
     assert "nothing left running" in out
+
+
+def test_resources_table_and_json(empty_dir):
+    done = cli("resources", cwd=empty_dir)
+    assert done.returncode == 0 and "demo://guide.md" in done.stdout
+    done = cli("resources", "--json", cwd=empty_dir)
+    [row] = json.loads(done.stdout)
+    assert row["server"] == "demo" and row["uri"] == "demo://guide.md"
+
+
+def test_help_documents_the_exit_codes():
+    done = cli("--help")
+    assert done.returncode == 0
+    assert "exit codes:" in done.stdout and "2  bad usage" in done.stdout
