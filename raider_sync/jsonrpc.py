@@ -107,6 +107,11 @@ class Session:
     def closed(self) -> bool:
         return self._closed_error is not None
 
+    @property
+    def closed_error(self) -> BaseException | None:
+        """What ended the session (the transport's error, or the one given to close)."""
+        return self._closed_error
+
     def close(self, error: BaseException | None = None, *, wait: bool = True) -> None:
         """Fail every pending request with ``error`` and join the session's threads.
 

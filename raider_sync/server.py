@@ -246,7 +246,15 @@ class McpServer:
             if "tools" in self.capabilities:  # a server without tools is not asked for them
                 self._set_tools(self._fetch_all("tools/list", "tools", deadline.left(),
                                                 self._startup_timeout_message()))
-            self._set_status("connected", only_from="starting")
+            with self._lock:  # one step with _connection_lost: a lost connection fails the start
+                lost = session.closed_error
+                connected = lost is None and self._status == "starting"
+                if connected:
+                    self._status_changed_to("connected", None)
+            if lost is not None:
+                raise lost
+            if connected:
+                self._notify_status()
         except BaseException as exc:  # noqa: BLE001 - start_f never fails
             if self._status != "stopped":
                 reason = self._describe_failure(exc)
@@ -572,7 +580,9 @@ class McpServer:
 
     def _connection_lost(self, error: BaseException) -> None:
         with self._lock:
-            if self._status not in ("starting", "connected"):
+            # while starting, the start thread fails on it itself (its request fails, or it
+            # finds session.closed_error), so "failed" is said once
+            if self._status != "connected":
                 return
         self._close_connection(error, grace=False)
         self._set_status("failed", str(error))

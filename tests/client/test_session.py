@@ -427,3 +427,12 @@ def test_params_json_cannot_carry_fail_with_the_callers_error():
         assert isinstance(session.request_f("x", {"a": {1}}, timeout=WAIT).exception(0), TypeError)
     finally:
         session.close()
+
+
+def test_closed_error_tells_what_ended_the_session():
+    session, transport = make()
+    assert session.closed_error is None and not session.closed
+    error = ConnectionClosed("gone")
+    transport.close_from_peer(error)
+    assert session.closed_error is error and session.closed
+    session.close()
