@@ -53,6 +53,27 @@ def then(inner: Future, transform: Callable[[Any], Any]) -> Future:
     return outer
 
 
+def all_done(futures: list[Future]) -> Future:
+    """A future that resolves (to None) once every one of ``futures`` is done, however each
+    ended. Starts no thread."""
+    if not futures:
+        return resolved(None)
+    outcome: Future = Future()
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def one_done(_: Future) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            outcome.set_result(None)
+
+    for future in futures:
+        future.add_done_callback(one_done)
+    return outcome
+
+
 def run_in_thread(fn: Callable[[], Any], name: str) -> Future:
     """Run ``fn`` on a new (daemon) thread; a future of its result."""
     future: Future = Future()

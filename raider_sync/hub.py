@@ -22,7 +22,7 @@ from typing import Any
 
 from .config import McpConfig, ServerSpec
 from .errors import UnknownServer, UnknownTool
-from .futures import failed, resolved, then
+from .futures import all_done, failed, then
 from .notebook import hub_html
 from .server import McpServer
 
@@ -141,7 +141,7 @@ class McpHub:
         with self._lock:
             self._started = True
             clients = list(self._clients.values())
-        return then(_all_done([client.start_f() for client in clients]), lambda _: self)
+        return then(all_done([client.start_f() for client in clients]), lambda _: self)
 
     def start(self, timeout: float | None = None) -> "McpHub":
         """Blocking :meth:`start_f`. ``timeout`` (s) defaults to the longest startup timeout
@@ -169,7 +169,7 @@ class McpHub:
                     log.warning("listing the tools of %s failed: %s", source.name, exc)
             return tools
 
-        return then(_all_done(futures), collect)
+        return then(all_done(futures), collect)
 
     def tools(self, timeout: float | None = None) -> list[dict]:
         """Blocking :meth:`tools_f`; ``timeout`` (s, default 60) bounds the wait for a server
@@ -295,21 +295,3 @@ def _guarded(start: Any) -> Future:
         return failed(exc)
 
 
-def _all_done(futures: list[Future]) -> Future:
-    """A future that resolves (to None) once every one of ``futures`` is done."""
-    if not futures:
-        return resolved(None)
-    outcome: Future = Future()
-    left = [len(futures)]
-    lock = threading.Lock()
-
-    def one_done(_: Future) -> None:
-        with lock:
-            left[0] -= 1
-            last = left[0] == 0
-        if last:
-            outcome.set_result(None)
-
-    for future in futures:
-        future.add_done_callback(one_done)
-    return outcome

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import NotConnected, RaiderError, RequestTimeout, UnknownServer
-from .futures import failed, resolved, then
+from .futures import all_done, failed, resolved, then
 from .toolserver import ToolServer
 
 log = logging.getLogger("raider_sync.resources")
@@ -122,7 +122,7 @@ class Resources:
             return failed(exc)
         servers = [s for s in servers if s.status == "connected" and s.has_resources]
         futures = [_guarded(s.list_resources_f) for s in servers]
-        return then(_all_done(futures), lambda _: [
+        return then(all_done(futures), lambda _: [
             _entry(s, r) for s, f in zip(servers, futures, strict=True) for r in _listed(s, f)])
 
     def list(self, server: str | None = None, *, timeout: float | None = None) -> list[dict]:
@@ -213,7 +213,7 @@ class Resources:
                 blocks.append(attachment(found[2]))
             return blocks
 
-        return then(_all_done(reads), collect)
+        return then(all_done(reads), collect)
 
     # -- the tools -----------------------------------------------------------------------
 
@@ -370,26 +370,6 @@ def _listed(server: Any, future: Future) -> list[dict]:
     except Exception as exc:  # noqa: BLE001 - a failing listing lists nothing
         log.warning("listing the resources of %s failed: %s", server.name, exc)
         return []
-
-
-def _all_done(futures: list[Future]) -> Future:
-    """A future that resolves (to None) once every one of ``futures`` is done."""
-    if not futures:
-        return resolved(None)
-    outcome: Future = Future()
-    left = [len(futures)]
-    lock = threading.Lock()
-
-    def one_done(_: Future) -> None:
-        with lock:
-            left[0] -= 1
-            last = left[0] == 0
-        if last:
-            outcome.set_result(None)
-
-    for future in futures:
-        future.add_done_callback(one_done)
-    return outcome
 
 
 def _tool_answer(future: Future, render: Callable[[Any], str], context: str = "") -> Future:

@@ -21,7 +21,7 @@ from ..errors import ConnectionClosed, RaiderError, RequestTimeout
 from .base import Closed, Deliver, Transport
 
 STDERR_TAIL_LINES = 50
-_STDERR_DRAIN_SECONDS = 0.5
+_STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
 _EXIT_CODE_WAIT_SECONDS = 0.2
 
 
