@@ -113,6 +113,8 @@ class McpServer:
         self._original: dict[str, str] = {}
         self._tools_future: Future = resolved([])
         self._relist_queued = False
+        self._tools_asked = 0  # tools/list fetches begun, and the newest whose answer is set
+        self._tools_set = 0
         self._lists: dict[str, Future] = {}
         self._background = ThreadPoolExecutor(1, f"raider-{spec.key}-relist")
         _live.add(self)
@@ -244,8 +246,7 @@ class McpServer:
             session.open(timeout=deadline.left())
             self._handshake(session, deadline)
             if "tools" in self.capabilities:  # a server without tools is not asked for them
-                self._set_tools(self._fetch_all("tools/list", "tools", deadline.left(),
-                                                self._startup_timeout_message()))
+                self._fetch_tools(deadline.left(), self._startup_timeout_message())
             with self._lock:  # one step with _connection_lost: a lost connection fails the start
                 lost = session.closed_error
                 connected = lost is None and self._status == "starting"
@@ -339,23 +340,39 @@ class McpServer:
         """Blocking :meth:`list_tools_f`; ``timeout`` defaults to the call timeout."""
         return self.list_tools_f().result(timeout or self.call_timeout)
 
-    def _set_tools(self, tools: list[dict]) -> None:
+    def _fetch_tools(self, timeout: float, timeout_message: str | None = None) -> None:
+        """tools/list, every page, within ``timeout`` s; then the tools are set, unless the
+        answer to a later tools/list is set already (the start's list and a re-list after an
+        early list_changed overlap, and the threads that set them race)."""
+        with self._lock:
+            self._tools_asked += 1
+            asked = self._tools_asked
+        self._set_tools(self._fetch_all("tools/list", "tools", timeout, timeout_message), asked)
+
+    def _set_tools(self, tools: list[dict], asked: int | None = None) -> None:
         listed: list[dict] = []
         original: dict[str, str] = {}
+        warnings: list[str] = []
         for tool in tools:
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                self.warnings.append(f"a tool without a name was dropped: {str(tool)[:100]}")
+                warnings.append(f"a tool without a name was dropped: {str(tool)[:100]}")
                 continue
             prefixed = tool_name(self.key, tool["name"])
             if prefixed in original:
-                self.warnings.append(
+                warnings.append(
                     f"tool {tool['name']!r} dropped: its name {prefixed} collides with "
                     f"tool {original[prefixed]!r}")
                 continue
             original[prefixed] = tool["name"]
             listed.append({**tool, "name": prefixed})
         with self._lock:
+            if asked is not None:
+                if asked < self._tools_set:
+                    return  # an older answer than the one set
+                self._tools_set = asked
             self._tools, self._original = listed, original
+            # a re-list finds the same problems again: say each once
+            self.warnings.extend(w for w in warnings if w not in self.warnings)
 
     def call_tool_f(self, name: str, arguments: dict | None = None, *,
                     timeout: float | None = None,
@@ -569,7 +586,7 @@ class McpServer:
         with self._lock:
             self._relist_queued = False
         try:
-            self._set_tools(self._fetch_all("tools/list", "tools", self.call_timeout))
+            self._fetch_tools(self.call_timeout)
         except Exception as exc:  # noqa: BLE001 - keep the old list
             self.warnings.append(f"re-listing the tools failed: {exc}")
         with self._lock:

@@ -661,3 +661,36 @@ def test_every_known_revision_is_accepted(started, version):
     server = started(f"version={version}")
     assert server.status == "connected" and server.protocol_version == version
     assert text_of(server.call_tool("mcp__fake__echo", {"message": version})) == version
+
+
+def test_a_collision_is_warned_about_once_across_re_lists(started):
+    changed = threading.Event()
+    server = started("collide", on_tools_changed=lambda s: changed.set())
+    server.call_tool("mcp__fake__announce", {})
+    assert changed.wait(WAIT)
+    assert "mcp__fake__a_b" in [t["name"] for t in server.list_tools()]
+    assert len([w for w in server.warnings if "collides" in w]) == 1
+
+
+def test_an_older_tool_list_never_replaces_a_newer_one(started, monkeypatch):
+    """Regression: the start's tools/list and a re-list after an early list_changed overlap;
+    whichever thread set its answer last won, even with the older list."""
+    server = started()
+    first_asked, release_first = threading.Event(), threading.Event()
+    answers = iter([[{"name": "old"}], [{"name": "new"}]])
+
+    def fetch_all(method, field, timeout, timeout_message=None):
+        items = next(answers)
+        if items[0]["name"] == "old":
+            first_asked.set()
+            release_first.wait(WAIT)   # the older answer is set last
+        return items
+
+    monkeypatch.setattr(server, "_fetch_all", fetch_all)
+    older = threading.Thread(target=server._fetch_tools, args=(WAIT,), name="test-older-list")
+    older.start()
+    assert first_asked.wait(WAIT)
+    server._fetch_tools(WAIT)
+    release_first.set()
+    older.join(WAIT)
+    assert server.tool_names == ["mcp__fake__new"]

@@ -11,7 +11,8 @@ Modes:
   stateless     answer initialize as a 2026-07-28-only server (-32022)
   future        answer initialize with protocolVersion 2099-01-01
   paginate      list tools one per page
-  collide       offer tools "a.b" and "a_b" (they normalise to one name)
+  collide       offer tools "a.b" and "a_b" (they normalise to one name), and "announce"
+                (sends tools/list_changed)
   ask           send sampling/createMessage and ping to the client after initialized
   batch         answer tools/list inside a JSON-RPC batch (array)
   meta          tool results carry _meta with raider/ keys
@@ -59,7 +60,7 @@ def tools():
     if "lists" in MODES:
         names += ["add-prompt", "add-resource"]
     if "collide" in MODES:
-        names += ["a.b", "a_b"]
+        names += ["a.b", "a_b", "announce"]
     return [{"name": n, "description": f"the {n} tool",
              "inputSchema": {"type": "object", "properties": {}}} for n in names]
 
@@ -94,6 +95,9 @@ def call(msg_id, params):
               "params": {"level": args.get("level", "info"), "logger": "fakelog",
                          "data": args.get("data")}})
         result(msg_id, {"content": [{"type": "text", "text": "logged"}]})
+    elif name == "announce":
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        result(msg_id, {"content": [{"type": "text", "text": "announced"}]})
     elif name == "add-prompt":
         prompts.append({"name": f"prompt{len(prompts)}", "description": "added"})
         send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
