@@ -694,3 +694,52 @@ def test_an_older_tool_list_never_replaces_a_newer_one(started, monkeypatch):
     release_first.set()
     older.join(WAIT)
     assert server.tool_names == ["mcp__fake__new"]
+
+
+def test_stop_closes_stdin_first_and_a_server_that_exits_on_it_is_not_signalled(started):
+    server = started(kill_grace=5)
+    proc = server._transport._proc
+    started_at = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started_at < 1.5, "the fake exits when its stdin closes"
+    assert proc.returncode == 0, "it exited on its own, not by a signal"
+
+
+def test_a_server_that_ignores_eof_gets_sigterm_after_one_grace(started):
+    grace = 0.3
+    server = started("ignore-eof", kill_grace=grace)
+    proc = server._transport._proc
+    started_at = time.monotonic()
+    server.stop()
+    elapsed = time.monotonic() - started_at
+    assert grace - 0.05 <= elapsed < 2 * grace
+    assert proc.returncode == -15, "SIGTERM ended it"
+
+
+def test_the_stderr_tail_keeps_the_last_50_lines(started):
+    server = started("chatty")
+    tail = poll(lambda: (t := server.stderr_tail) and t[-1] == "fake server ready" and t)
+    assert len(tail) == 50
+    assert tail[0] == "chatter 71" and tail[-2] == "chatter 119"
+
+
+def test_a_missing_working_directory_is_named_in_the_reason():
+    spec = fake_spec("plain", cwd="/nonexistent/raider-dir")
+    server = McpServer(spec)
+    try:
+        server.start_f().result(WAIT)
+        assert server.status == "failed" and "/nonexistent/raider-dir" in server.reason
+    finally:
+        server.stop()
+
+
+def test_a_command_that_cannot_be_executed_is_named_in_the_reason(tmp_path):
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    server = McpServer(config_of({"s": {"command": str(script)}}).server("s"))
+    try:
+        server.start_f().result(WAIT)
+        assert server.status == "failed"
+        assert str(script) in server.reason and "ermission denied" in server.reason
+    finally:
+        server.stop()

@@ -6,6 +6,8 @@ Modes:
   garbage       print lines that are not JSON before every answer
   crash         the tool "crash" writes a last words line to stderr and exits 3 mid-call
   ignore-term   ignore SIGTERM and stdin EOF (must be SIGKILLed)
+  ignore-eof    keep running after stdin closes (SIGTERM still ends it)
+  chatty        write 120 numbered lines to stderr at startup
   grandchild    start `sleep 1000` in the background (same process group) at startup
   silent        never answer initialize
   stateless     answer initialize as a 2026-07-28-only server (-32022)
@@ -196,13 +198,16 @@ def main():
     if "grandchild" in MODES:
         subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
+    if "chatty" in MODES:
+        for n in range(120):
+            sys.stderr.write(f"chatter {n}\n")
     sys.stderr.write("fake server ready\n")
     sys.stderr.flush()
     for line in sys.stdin:
         line = line.strip()
         if line:
             handle(json.loads(line))
-    if "ignore-term" in MODES:
+    if "ignore-term" in MODES or "ignore-eof" in MODES:
         while True:
             time.sleep(1)
 
