@@ -313,12 +313,13 @@ def test_cancelling_a_call_future_sends_notifications_cancelled(started):
 
 # -- what the server asks and says ---------------------------------------------------------------
 
-def test_ping_is_answered_and_sampling_gets_method_not_found(started):
+def test_ping_is_answered_and_what_the_client_does_not_support_gets_method_not_found(started):
     server = started("ask")
     answers = poll(lambda: (a := json.loads(text_of(server.call_tool("answers", {}))))
-                   and len(a) == 2 and a, what="both answers")
+                   and len(a) == 5 and a, what="every answer")
     assert answers["s2"] == {}
-    assert answers["s1"]["code"] == -32601
+    for request in ("s1", "s3", "s4", "s5"):   # sampling, roots, elicitation, unknown
+        assert answers[request]["code"] == -32601, answers[request]
 
 
 @pytest.mark.parametrize("level, expected", [("debug", logging.DEBUG), ("info", logging.INFO),

@@ -15,7 +15,8 @@ Modes:
   paginate      list tools one per page
   collide       offer tools "a.b" and "a_b" (they normalise to one name), and "announce"
                 (sends tools/list_changed)
-  ask           send sampling/createMessage and ping to the client after initialized
+  ask           send sampling/createMessage, ping, roots/list, elicitation/create and an
+                unknown method to the client after initialized
   batch         answer tools/list inside a JSON-RPC batch (array)
   meta          tool results carry _meta with raider/ keys
   version=V     answer initialize with protocolVersion V
@@ -143,6 +144,10 @@ def handle(msg):
             send({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage",
                   "params": {"messages": [], "maxTokens": 1}})
             send({"jsonrpc": "2.0", "id": "s2", "method": "ping"})
+            send({"jsonrpc": "2.0", "id": "s3", "method": "roots/list"})
+            send({"jsonrpc": "2.0", "id": "s4", "method": "elicitation/create",
+                  "params": {"message": "name?", "requestedSchema": {"type": "object"}}})
+            send({"jsonrpc": "2.0", "id": "s5", "method": "x-vendor/whatever"})
     elif method == "tools/list" and "notools" in MODES:
         send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "no tools"}})
     elif method == "prompts/list" and "flaky-lists" in MODES and not answers.get("flaked"):
