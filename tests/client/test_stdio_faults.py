@@ -744,3 +744,27 @@ def test_a_command_that_cannot_be_executed_is_named_in_the_reason(tmp_path):
         assert str(script) in server.reason and "ermission denied" in server.reason
     finally:
         server.stop()
+
+
+def test_stop_from_callbacks_does_not_deadlock():
+    stopped_from = []
+
+    def on_status(server):
+        if server.status == "connected":
+            server.stop()
+            stopped_from.append(threading.current_thread().name)
+
+    server = McpServer(fake_spec("plain"), kill_grace=0.2, on_status=on_status)
+    assert server.start_f().result(WAIT) is server
+    assert server.status == "stopped" and stopped_from
+
+    def on_tools_changed(server):
+        server.stop()
+        stopped_from.append(threading.current_thread().name)
+
+    other = McpServer(fake_spec("collide"), kill_grace=0.2, on_tools_changed=on_tools_changed)
+    other.start_f().result(WAIT)
+    other.call_tool_f("mcp__fake__announce", {})
+    poll(lambda: len(stopped_from) == 2, what="stop from on_tools_changed")
+    assert other.status == "stopped"
+    other.stop()
