@@ -488,7 +488,7 @@ def test_a_20_mb_response_arrives_intact(started):
 
 
 def test_stop_fails_pending_calls_at_once(started):
-    server = started("ignore-term", kill_grace=1.0)
+    server = started("ignore-term", kill_grace=0.5)
     future = server.call_tool_f("mcp__fake__sleep", {})
     stopping = server.stop_f()
     started_at = time.monotonic()
