@@ -14,6 +14,7 @@ DEFAULT_MAX_OUTPUT_TOKENS = 25000
 ERROR_TEXT_LIMIT = 11000
 ERROR_TEXT_KEEP = 5000
 PRIVATE_META_PREFIX = "raider/"
+HIDDEN_RESOURCE_MIME = "text/html;profile=mcp-app"
 
 
 def default_max_output_tokens() -> int:
@@ -87,3 +88,11 @@ def _text_of(block: Any) -> str | None:
     if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
         return block["text"]
     return None
+
+
+def visible_resources(resources: list) -> list:
+    """The resources an application shows: ``ui://`` ones and those of type
+    text/html;profile=mcp-app (an MCP app's own pages) are left out, as Claude Code does."""
+    return [r for r in resources if isinstance(r, dict)
+            and not str(r.get("uri", "")).startswith("ui://")
+            and str(r.get("mimeType", "")).replace(" ", "").lower() != HIDDEN_RESOURCE_MIME]

@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
+
+from .errors import RequestTimeout
+
+#: what a blocking wait allows beyond a request's own deadline, for a stuck thread only
+WAIT_MARGIN_S = 5.0
 
 
 def resolved(value: Any) -> Future:
@@ -86,3 +93,26 @@ def run_in_thread(fn: Callable[[], Any], name: str) -> Future:
 
     threading.Thread(target=run, name=name, daemon=True).start()
     return future
+
+
+class Deadline:
+    """One deadline on the monotonic clock; :meth:`left` is what remains (never negative)."""
+
+    def __init__(self, seconds: float):
+        self.at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+
+def wait_bounded(future: Future, timeout: float) -> Any:
+    """``future.result()``, bounded by ``timeout`` plus a margin. The future is expected to
+    settle by its own deadline (a session's watchdog sees to it); the margin only guards
+    against a stuck thread, after which the future is cancelled and RequestTimeout raised."""
+    try:
+        return future.result(timeout + WAIT_MARGIN_S)
+    except FutureTimeout:
+        if future.done():  # the future's own error: a ToolTimeout is a TimeoutError too
+            raise
+        future.cancel()
+        raise RequestTimeout(f"no answer within {timeout:g} s") from None

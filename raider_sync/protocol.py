@@ -7,7 +7,8 @@ more module beside this one, chosen by what the server answers.
 """
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 from .errors import McpError, UnsupportedProtocol
 
@@ -15,6 +16,7 @@ CLIENT_PROTOCOL_VERSION = "2025-11-25"
 KNOWN_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 STATELESS_PROTOCOL_VERSION = "2026-07-28"
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+MAX_PAGES = 1000
 
 STATELESS_REASON = (f"the server speaks only the stateless MCP revision {STATELESS_PROTOCOL_VERSION} "
                     f"(server/discover), which raider_sync does not speak; it speaks "
@@ -55,3 +57,26 @@ def translate_initialize_error(error: McpError) -> McpError:
                                        f"raider_sync speaks {', '.join(KNOWN_PROTOCOL_VERSIONS)}",
                                        error.data)
     return error
+
+
+def fetch_all_pages(request: Callable[[dict | None, float], dict], field: str,
+                    timeout: float) -> list:
+    """Every item of a paginated list (tools/list, prompts/list, resources/list, ...).
+
+    ``request(params, seconds)`` sends one page's request and blocks for its result; the
+    cursor is followed until the answer has no ``nextCursor`` (or repeats one), all pages
+    within ``timeout`` seconds in all.
+    """
+    deadline = time.monotonic() + timeout
+    items: list = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        result = request({"cursor": cursor} if cursor else None,
+                         max(0.0, deadline - time.monotonic()))
+        items.extend(result.get(field) or [])
+        cursor = result.get("nextCursor")
+        if not cursor or cursor in seen:
+            break
+        seen.add(cursor)
+    return items

@@ -13,50 +13,33 @@ from __future__ import annotations
 
 import atexit
 import copy
-import hashlib
-import json
 import logging
 import os
 import threading
-import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
-from . import __version__
+from . import __version__, launch
 from .capabilities import ClientCapabilities, Handler, Roots
 from .config import ServerSpec, tool_name
-from .content import default_max_output_tokens, limit_content, strip_private_meta
-from .errors import (ConnectionClosed, McpError, NotConnected, RequestTimeout, ToolTimeout,
+from .content import (default_max_output_tokens, limit_content, strip_private_meta,
+                      visible_resources)
+from .errors import (ConnectionClosed, McpError, NotConnected, ToolTimeout,
                      TransportError, UnknownTool, UnsupportedProtocol)
-from .futures import failed, resolved, run_in_thread, then
+from .futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
 from .notebook import ToolResult, server_html
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
-                       initialize_params, translate_initialize_error)
+                       initialize_params, translate_initialize_error, fetch_all_pages)
 from .transports import open_transport
 
-DEFAULT_STARTUP_TIMEOUT_MS = 30000
-#: the call timeout when neither the spec's ``timeout`` nor MCP_TOOL_TIMEOUT gives one
-DEFAULT_CALL_TIMEOUT_S = 600.0
-PLUGIN_VARS = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA")
-HIDDEN_RESOURCE_MIME = "text/html;profile=mcp-app"
-_MAX_PAGES = 1000
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
                "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
                "alert": logging.CRITICAL, "emergency": logging.CRITICAL}
 
 _live: "weakref.WeakSet[McpServer]" = weakref.WeakSet()
-
-
-def _env_ms(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
 
 
 class McpServer:
@@ -85,7 +68,7 @@ class McpServer:
                             f"not {type(spec).__name__}")
         self.spec = spec
         self.startup_timeout_ms = (startup_timeout_ms if startup_timeout_ms is not None
-                                   else _env_ms("MCP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT_MS))
+                                   else launch.startup_timeout_ms())
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.kill_grace = kill_grace
         self.on_status = on_status
@@ -160,37 +143,19 @@ class McpServer:
     def call_timeout(self) -> float:
         """Seconds a call may take: the spec's ``timeout`` (ms), else MCP_TOOL_TIMEOUT (ms),
         else 600."""
-        if self.spec.timeout:
-            return self.spec.timeout / 1000
-        return _env_ms("MCP_TOOL_TIMEOUT", DEFAULT_CALL_TIMEOUT_S * 1000) / 1000
+        return launch.call_timeout(self.spec)
 
     @property
     def child_env(self) -> dict[str, str]:
         """The environment a stdio server starts with: base_env without inherited plugin
         variables, the spec's env, CLAUDE_PROJECT_DIR and a plugin's root and data folders."""
-        env = {k: v for k, v in self.base_env.items() if k not in PLUGIN_VARS}
-        env.update(self.spec.env)
-        env["CLAUDE_PROJECT_DIR"] = self.spec.project_dir or os.getcwd()
-        if self.spec.plugin_root is not None:
-            env["CLAUDE_PLUGIN_ROOT"] = self.spec.plugin_root
-        if self.spec.plugin_data is not None:
-            env["CLAUDE_PLUGIN_DATA"] = self.spec.plugin_data
-        return env
+        return launch.child_env(self.spec, self.base_env)
 
     @property
     def fingerprint(self) -> str:
         """What the server is started with, as one string: equal fingerprints talk to the
         same thing. A digest, so secrets in env and headers are never shown."""
-        spec = self.spec
-        if spec.transport == "stdio":
-            what: dict[str, Any] = {"command": spec.command, "args": spec.args, "cwd": spec.cwd,
-                                    "project_dir": spec.project_dir, "env": self.child_env}
-        else:
-            what = {"url": spec.url, "headers": spec.headers,
-                    "headers_helper": spec.headers_helper}
-        what.update(transport=spec.transport, prefix=spec.key, timeout=self.call_timeout)
-        digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
-        return f"{spec.transport}:{spec.key}:{digest[:32]}"
+        return launch.fingerprint(self.spec, self.base_env)
 
     @property
     def pid(self) -> int | None:
@@ -242,7 +207,7 @@ class McpServer:
                 self._transport, self._session = transport, session
             if hasattr(transport, "renew_session"):  # HTTP: the server may forget the session
                 transport.renew_session = self._renew_session
-            deadline = _Deadline(timeout)
+            deadline = Deadline(timeout)
             session.open(timeout=deadline.left())
             self._handshake(session, deadline)
             if "tools" in self.capabilities:  # a server without tools is not asked for them
@@ -265,7 +230,7 @@ class McpServer:
         finally:
             self._start_future.set_result(self)  # type: ignore[union-attr]
 
-    def _handshake(self, session: Session, deadline: "_Deadline",
+    def _handshake(self, session: Session, deadline: Deadline,
                    timeout_message: str | None = None) -> None:
         """initialize, then notifications/initialized; raises what refuses the server."""
         try:
@@ -294,7 +259,7 @@ class McpServer:
         session = self._session
         if session is None or self._status != "connected":
             raise self._not_connected()
-        self._handshake(session, _Deadline(timeout),
+        self._handshake(session, Deadline(timeout),
                         f"starting a new session timed out after {timeout:.3g} s")
         with self._lock:
             self._lists.clear()
@@ -404,7 +369,7 @@ class McpServer:
                   on_progress: ProgressCallback | None = None) -> dict:
         """Blocking :meth:`call_tool_f`: the result dict, or the future's exception raised."""
         future = self.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress)
-        return _wait(future, timeout if timeout is not None else self.call_timeout)
+        return wait_bounded(future, timeout if timeout is not None else self.call_timeout)
 
     def _shape_result(self, result: Any) -> dict:
         if not isinstance(result, dict):
@@ -437,7 +402,7 @@ class McpServer:
         return self._cached_list("prompts/list", "prompts", lambda items: items)
 
     def list_prompts(self, timeout: float | None = None) -> list[dict]:
-        return _wait(self.list_prompts_f(), timeout or self.call_timeout)
+        return wait_bounded(self.list_prompts_f(), timeout or self.call_timeout)
 
     def get_prompt_f(self, name: str, arguments: dict | None = None, *,
                      timeout: float | None = None) -> Future:
@@ -449,18 +414,18 @@ class McpServer:
 
     def get_prompt(self, name: str, arguments: dict | None = None, *,
                    timeout: float | None = None) -> dict:
-        return _wait(self.get_prompt_f(name, arguments, timeout=timeout),
-                     timeout or self.call_timeout)
+        return wait_bounded(self.get_prompt_f(name, arguments, timeout=timeout),
+                            timeout or self.call_timeout)
 
     def list_resources_f(self) -> Future:
         """A future of the server's resources, cached like the prompts; ``ui://`` resources
         and those of type text/html;profile=mcp-app are left out."""
         if not self.has_resources:
             return resolved([])
-        return self._cached_list("resources/list", "resources", _visible_resources)
+        return self._cached_list("resources/list", "resources", visible_resources)
 
     def list_resources(self, timeout: float | None = None) -> list[dict]:
-        return _wait(self.list_resources_f(), timeout or self.call_timeout)
+        return wait_bounded(self.list_resources_f(), timeout or self.call_timeout)
 
     def list_resource_templates_f(self) -> Future:
         """A future of the server's resource templates (resources/templates/list), cached."""
@@ -469,7 +434,7 @@ class McpServer:
         return self._cached_list("resources/templates/list", "resourceTemplates", lambda i: i)
 
     def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
-        return _wait(self.list_resource_templates_f(), timeout or self.call_timeout)
+        return wait_bounded(self.list_resource_templates_f(), timeout or self.call_timeout)
 
     def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
         """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``."""
@@ -477,11 +442,11 @@ class McpServer:
                     lambda result: list(result.get("contents") or []))
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
-        return _wait(self.read_resource_f(uri, timeout=timeout), timeout or self.call_timeout)
+        return wait_bounded(self.read_resource_f(uri, timeout=timeout), timeout or self.call_timeout)
 
     def ping(self, timeout: float = 10.0) -> None:
         """Send ``ping``; raises when the server does not answer within ``timeout`` s."""
-        _wait(self._request_f("ping", None, timeout), timeout)
+        wait_bounded(self._request_f("ping", None, timeout), timeout)
 
     def _request_f(self, method: str, params: dict | None, timeout: float | None) -> Future:
         session = self._session
@@ -510,22 +475,13 @@ class McpServer:
     def _fetch_all(self, method: str, field: str, timeout: float,
                    timeout_message: str | None = None) -> list[dict]:
         """Every page of a paginated list, within ``timeout`` s in all."""
-        deadline = _Deadline(timeout)
-        items: list[dict] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(_MAX_PAGES):
+        def request(params: dict | None, seconds: float) -> dict:
             session = self._session
             if session is None:
                 raise self._not_connected()
-            result = session.request(method, {"cursor": cursor} if cursor else None,
-                                     timeout=deadline.left(), timeout_message=timeout_message)
-            items.extend(result.get(field) or [])
-            cursor = result.get("nextCursor")
-            if not cursor or cursor in seen:
-                break
-            seen.add(cursor)
-        return items
+            return session.request(method, params, timeout=seconds,
+                                   timeout_message=timeout_message)
+        return fetch_all_pages(request, field, timeout)
 
     def _background_f(self, fn: Callable[[], Any], *, fallback: Any, what: str) -> Future:
         def run() -> Any:
@@ -681,34 +637,6 @@ class McpServer:
     def _not_connected(self) -> NotConnected:
         why = f": {self._reason}" if self._reason else ""
         return NotConnected(f"MCP server {self.name!r} is not connected ({self._status}{why})")
-
-
-class _Deadline:
-    """One deadline on the monotonic clock; :meth:`left` is what remains (never negative)."""
-
-    def __init__(self, seconds: float):
-        self.at = time.monotonic() + seconds
-
-    def left(self) -> float:
-        return max(0.0, self.at - time.monotonic())
-
-
-def _wait(future: Future, timeout: float) -> Any:
-    """``future.result()``, bounded by ``timeout`` plus a margin: the session's watchdog
-    settles the future at its deadline; the margin only guards against a stuck thread."""
-    try:
-        return future.result(timeout + 5)
-    except FutureTimeout:
-        if future.done():  # the future's own error: a ToolTimeout is a TimeoutError too
-            raise
-        future.cancel()
-        raise RequestTimeout(f"no answer within {timeout:g} s") from None
-
-
-def _visible_resources(resources: list) -> list:
-    return [r for r in resources if isinstance(r, dict)
-            and not str(r.get("uri", "")).startswith("ui://")
-            and str(r.get("mimeType", "")).replace(" ", "").lower() != HIDDEN_RESOURCE_MIME]
 
 
 @atexit.register

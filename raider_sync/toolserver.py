@@ -32,12 +32,12 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from .config import normalize_name
 from .errors import McpError, NotConnected, ToolTimeout, UnknownTool
-from .notebook import ToolResult, server_html
 from .futures import failed, resolved, then
+from .launch import DEFAULT_CALL_TIMEOUT_S
+from .notebook import ToolResult, server_html
 
 log = logging.getLogger("raider_sync.toolserver")
 
-DEFAULT_CALL_TIMEOUT_S = 600.0
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pytest
 
 from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
                          UnknownTool)
-from raider_sync.server import _visible_resources
+from raider_sync.content import visible_resources as _visible_resources
 from conftest import FAKE_SERVER, config_of, fake_spec
 
 WAIT = 10.0
