@@ -49,6 +49,19 @@ def wait_for_port(port: int, timeout: float = 20.0, proc=None) -> None:
     raise TimeoutError(f"nothing listened on port {port} within {timeout} s")
 
 
+def poll(predicate, timeout: float = 10.0, what: str = "condition"):
+    """Wait (bounded) until ``predicate()`` is true; return its value. Raises AssertionError
+    naming ``what`` when ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        time.sleep(0.02)  # a bounded poll, not a synchronisation sleep
+
+
 def everything_available() -> bool:
     return os.path.exists(EVERYTHING_JS) and shutil.which("node") is not None
 

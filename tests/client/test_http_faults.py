@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from conftest import config_of
+from conftest import config_of, poll as _poll
 from fakes.http_fault_server import FaultServer
 
 from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
@@ -21,14 +21,7 @@ WAIT = 10.0
 
 
 def poll(predicate, timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        time.sleep(0.02)
+    return _poll(predicate, timeout, what)
 
 
 @pytest.fixture

@@ -8,13 +8,17 @@ import time
 
 import pytest
 import requests
-from conftest import everything_available
+from conftest import everything_available, poll as _poll
 from fakes.http_peers import HttpPeer
 
 from raider_sync import McpServer, ToolTimeout
 from raider_sync.transports.http import StreamableHttpTransport
 
 WAIT = 15.0
+
+
+def poll(predicate, timeout: float = WAIT, what: str = "condition"):
+    return _poll(predicate, timeout, what)
 
 PEERS = {
     "everything": lambda: HttpPeer.everything(),
@@ -29,17 +33,6 @@ ECHO = {"everything": ("echo", "Echo: hi"), "sdk": ("echo", "hi")}
 
 def family(kind: str) -> str:
     return "everything" if kind == "everything" else "sdk"
-
-
-def poll(predicate, timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        time.sleep(0.02)
 
 
 def need(kind: str) -> None:

@@ -14,9 +14,13 @@ import psutil
 import pytest
 
 from raider_sync import ConnectionClosed, McpServer
-from conftest import FAKE_SERVER, HERE, fake_spec
+from conftest import FAKE_SERVER, fake_spec, HERE, poll as _poll
 
 WAIT = 10.0
+
+
+def poll(predicate, timeout: float = WAIT, what: str = "condition"):
+    return _poll(predicate, timeout, what)
 
 
 def threads_of(key: str) -> list[str]:
@@ -36,17 +40,6 @@ def fake_children() -> list[psutil.Process]:
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
-
-
-def poll(predicate, timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("mode, action", [

@@ -10,24 +10,17 @@ import time
 import pytest
 
 from raider_sync import McpError, McpServer, ToolTimeout, UnknownTool
-from conftest import config_of
+from conftest import config_of, poll as _poll
 
 WAIT = 15.0
+
+
+def poll(predicate, timeout: float = WAIT, what: str = "condition"):
+    return _poll(predicate, timeout, what)
 ALWAYS_THERE = ["echo", "get-annotated-message", "get-env", "get-resource-links",
                 "get-resource-reference", "get-structured-content", "get-sum", "get-tiny-image",
                 "gzip-file-as-resource", "toggle-simulated-logging", "toggle-subscriber-updates",
                 "trigger-long-running-operation"]
-
-
-def poll(predicate, timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -16,21 +16,13 @@ import pytest
 from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
                          UnknownTool)
 from raider_sync.content import visible_resources as _visible_resources
-from conftest import FAKE_SERVER, config_of, fake_spec
+from conftest import config_of, FAKE_SERVER, fake_spec, poll as _poll
 
 WAIT = 10.0
 
 
 def poll(predicate, timeout: float = WAIT, what: str = "condition"):
-    """Wait (bounded) until ``predicate()`` is true; return its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        time.sleep(0.02)
+    return _poll(predicate, timeout, what)
 
 
 def text_of(result: dict) -> str:
