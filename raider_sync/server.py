@@ -205,8 +205,7 @@ class McpServer:
                 if self._status == "stopped":
                     raise NotConnected("stopped while starting")
                 self._transport, self._session = transport, session
-            if hasattr(transport, "renew_session"):  # HTTP: the server may forget the session
-                transport.renew_session = self._renew_session
+            transport.renew_session = self._renew_session  # HTTP: servers may forget sessions
             deadline = Deadline(timeout)
             session.open(timeout=deadline.left())
             self._handshake(session, deadline)
@@ -248,9 +247,8 @@ class McpServer:
         self.capabilities = dict(result.get("capabilities") or {})
         self.server_info = dict(result.get("serverInfo") or {})
         self.instructions = result.get("instructions")
-        negotiated = getattr(session.transport, "negotiated", None)
-        if negotiated is not None:  # HTTP: MCP-Protocol-Version from now on, the GET stream
-            negotiated(self.protocol_version, deadline.left())
+        # HTTP: MCP-Protocol-Version from now on, and the GET stream opens
+        session.transport.negotiated(self.protocol_version, deadline.left())
         session.notify("notifications/initialized")
 
     def _renew_session(self, timeout: float) -> None:

@@ -16,6 +16,10 @@ class Transport:
     #: the process id of a local server process, or None
     pid: Optional[int] = None
 
+    #: set by the owner: ``renew_session(timeout)`` runs a fresh initialize when a transport
+    #: with sessions (Streamable HTTP) learns that the server forgot its session
+    renew_session: Optional[Callable[[float], None]] = None
+
     def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
         """Connect (blocks up to ``timeout`` s); then call ``deliver`` for every message received
         and ``closed(error)`` once if the connection ends on its own. Raises RaiderError."""
@@ -29,6 +33,11 @@ class Transport:
     def close(self) -> None:
         """End the connection and join the transport's threads. Safe to call twice."""
         raise NotImplementedError
+
+    def negotiated(self, protocol_version: str, timeout: float) -> None:
+        """Told the revision the handshake settled on, before ``notifications/initialized``
+        is sent (HTTP sends it as MCP-Protocol-Version and opens its GET stream then).
+        Nothing to do for most transports."""
 
     def kill_now(self) -> None:
         """End the connection at once, without grace periods."""
