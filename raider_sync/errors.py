@@ -1,4 +1,4 @@
-"""Every exception raider_sync raises, in one tree.
+"""Every exception raider_sync raises, in one tree::
 
     RaiderError
      +-- ConfigError (also ValueError)        bad .mcp.json / gateway config, names the field
