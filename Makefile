@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PEERS  := tests/peers
-EXTRAS := test,bench,gateway,lint
+EXTRAS := test,bench,gateway,lint,docs
 
 .PHONY: install peers test demo bench lint docs clean
 
@@ -30,8 +30,11 @@ demo: install                                     ## the main job on the embedde
 bench: install peers                              ## raider_sync against the official SDK
 	$(PY) -m bench
 
-lint: install
+lint: install                                     ## ruff over the package, tests and benchmarks
 	$(VENV)/bin/ruff check raider_sync tests bench
 
+docs: install                                     ## the manual in docs/_build/html, warnings as errors
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) $(PEERS)/node_modules build *.egg-info
+	rm -rf $(VENV) $(PEERS)/node_modules build *.egg-info docs/_build

@@ -410,7 +410,7 @@ class _InvalidArguments(Exception):
 
 def error_result(text: str) -> dict:
     """An ``isError`` tool result carrying ``text``."""
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    return ToolResult({"content": [{"type": "text", "text": text}], "isError": True})
 
 
 def text_result(text: str, is_error: bool = False) -> dict:
