@@ -106,6 +106,8 @@ class ToolServer:
         self.server_info = {"name": name, "version": version}
         self.warnings: list[str] = []
         self.on_tools_changed: Callable[["ToolServer"], None] | None = None
+        #: called once when the tool server is closed (BashTools closes its shells then)
+        self.on_close: Callable[[], None] | None = None
         self._listeners: list[Callable[["ToolServer"], None]] = []
         self._tools: dict[str, LocalTool] = {}
         self._resources: dict[str, LocalResource] = {}
@@ -379,12 +381,16 @@ class ToolServer:
         serve_stdio(self, stdin=stdin, stdout=stdout)
 
     def close(self) -> None:
-        """Join the handler pool. Safe to call twice."""
+        """Join the handler pool, then call :attr:`on_close` (once): whoever closes the tool
+        server (an McpHub it was mounted on) closes what stands behind it. Safe to call twice."""
         with self._lock:
+            first = not self._closed
             self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if first and self.on_close is not None:
+            self.on_close()
 
     def add_listener(self, callback: Callable[["ToolServer"], None]) -> None:
         """Also tell ``callback(server)`` when tools change (used when serving)."""

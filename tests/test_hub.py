@@ -9,7 +9,7 @@ import psutil
 import pytest
 from conftest import FAKE_SERVER, SDK_SERVER, config_of
 
-from raider_sync import McpConfig
+from raider_sync import BashTools, McpConfig
 from raider_sync.errors import NotConnected, ToolTimeout, UnknownServer, UnknownTool
 from raider_sync.hub import McpHub, ReloadResult
 from raider_sync.resources import Resources
@@ -280,3 +280,15 @@ def test_clients_by_name_or_key_and_the_config_forms():
         McpHub(["demo"])  # type: ignore[arg-type]
     hub.stop()
     from_dict.stop()
+
+
+def test_stopping_the_hub_closes_mounted_shell_tools(tmp_path):
+    shell = BashTools(working_directory=str(tmp_path))
+    hub = McpHub({"mcpServers": {}})
+    hub.mount(shell.server)
+    result = hub.call_tool("bash", {"command": "sleep 30", "run_in_background": True})
+    assert not result.is_error and "bash_1" in result.text
+    assert shell.background_pids()
+    hub.stop()  # the leak guard fails the test if the shell's threads or processes survive
+    assert shell.background_pids() == []
+    assert shell.bash({"command": "echo late"})[1] is True  # closed: refused

@@ -309,6 +309,7 @@ class BashTools:
                 for tool in self._tool_specs():
                     server.add_tool(tool.name, _weak_handler(self, tool.method),
                                     description=tool.description, input_schema=tool.input_schema)
+                server.on_close = _weak_close(self)
                 self._server = self._runtime.server = server
             return self._server
 
@@ -382,6 +383,17 @@ class AsyncTool:
 
     def definition(self) -> dict:
         return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+
+
+def _weak_close(tools: BashTools) -> Callable[[], None]:
+    """Close ``tools`` when its tool server is closed, without keeping ``tools`` alive."""
+    ref = weakref.ref(tools)
+
+    def close() -> None:
+        target = ref()
+        if target is not None:
+            target.close()
+    return close
 
 
 def _weak_handler(tools: BashTools, method: str, ref=None, caller_of=None) -> Callable:
