@@ -35,10 +35,13 @@ def build() -> ToolServer:
         return f"{a + b:g}"
 
     @demo.tool()
-    def wait(seconds: float = 1.0) -> str:
-        """Wait a while (at most 30 s), then say how long it took."""
+    def wait(progress, seconds: float = 1.0, steps: int = 5) -> str:
+        """Wait a while (at most 30 s) in steps, reporting progress, then say how long it took."""
         started = time.monotonic()
-        time.sleep(max(0.0, min(seconds, 30.0)))
+        seconds, steps = max(0.0, min(seconds, 30.0)), max(1, min(steps, 100))
+        for step in range(steps):
+            time.sleep(seconds / steps)
+            progress(step + 1, steps, f"step {step + 1} of {steps}")
         return f"waited {time.monotonic() - started:.2f} s"
 
     @demo.tool()

@@ -60,8 +60,11 @@ class ServedSession:
         if method == "tools/list":
             return self._page(server.list_tools(), "tools", params)
         if method == "tools/call":
+            token = (params.get("_meta") or {}).get("progressToken")
+            on_progress = None if token is None else self._progress_sender(token)
             try:
-                return server.call_tool_f(params.get("name", ""), params.get("arguments") or {}).result()
+                return server.call_tool_f(params.get("name", ""), params.get("arguments") or {},
+                                          on_progress=on_progress).result()
             except UnknownTool as exc:
                 raise McpError(-32602, str(exc)) from None
         if method == "resources/list" and server.has_resources:
@@ -75,6 +78,17 @@ class ServedSession:
         if method == "prompts/get" and server.has_prompts:
             return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
         raise MethodNotFound(method)
+
+    def _progress_sender(self, token: Any):
+        """An on_progress that sends notifications/progress for the request's token."""
+        def send(progress: float, total: float | None = None, message: str | None = None) -> None:
+            params: dict[str, Any] = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message:
+                params["message"] = message
+            self.session.notify("notifications/progress", params)
+        return send
 
     def _initialize(self, params: dict) -> dict:
         server = self.tool_server

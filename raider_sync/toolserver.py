@@ -38,6 +38,9 @@ from .notebook import ToolResult, server_html
 
 log = logging.getLogger("raider_sync.toolserver")
 
+#: a handler parameter of this name is not an argument: it receives a progress reporter
+PROGRESS_PARAM = "progress"
+
 
 
 @dataclass
@@ -50,6 +53,14 @@ class LocalTool:
     model: Optional[type[BaseModel]] = None  # validates and builds the handler's argument(s)
     pass_model: bool = False                  # handler(model) rather than handler(**fields)
     annotations: Optional[dict] = None
+
+    @property
+    def wants_progress(self) -> bool:
+        """The handler takes a ``progress(progress, total=None, message=None)`` reporter."""
+        try:
+            return PROGRESS_PARAM in inspect.signature(self.handler).parameters
+        except (TypeError, ValueError):
+            return False
 
     def definition(self) -> dict:
         tool = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
@@ -237,14 +248,16 @@ class ToolServer:
     def call_tool_f(self, name: str, arguments: dict | None = None, *,
                     timeout: float | None = None, on_progress=None) -> Future:
         """A future of the tool's result dict. Fails only with UnknownTool (or NotConnected
-        after close); bad arguments and handler exceptions are ``isError`` results."""
+        after close); bad arguments and handler exceptions are ``isError`` results.
+        ``on_progress(progress, total, message)`` receives what a handler with a ``progress``
+        parameter reports."""
         if self._closed:
             return failed(NotConnected(f"tool server {self.name!r} is closed"))
         tool = self._tools.get(name)
         if tool is None:
             return failed(UnknownTool(f"tool server {self.name!r} has no tool {name!r}"))
         try:
-            call = self._prepare(tool, dict(arguments or {}))
+            call = self._prepare(tool, dict(arguments or {}), on_progress)
         except _InvalidArguments as exc:
             return resolved(error_result(str(exc)))
         return then(self._run(call, f"raider-{self.key}-tool"), _as_result)
@@ -254,7 +267,7 @@ class ToolServer:
         """Blocking :meth:`call_tool_f`. Raises ToolTimeout after ``timeout`` s (default
         :attr:`call_timeout`); the handler itself cannot be interrupted."""
         seconds = timeout if timeout is not None else self.call_timeout
-        future = self.call_tool_f(name, arguments)
+        future = self.call_tool_f(name, arguments, on_progress=on_progress)
         try:
             return future.result(seconds)
         except FutureTimeout:
@@ -262,7 +275,8 @@ class ToolServer:
                 raise
             raise ToolTimeout(f"tool {name} timed out after {seconds:g} s") from None
 
-    def _prepare(self, tool: LocalTool, arguments: dict) -> Callable[[], Any]:
+    def _prepare(self, tool: LocalTool, arguments: dict,
+                 on_progress: Callable | None = None) -> Callable[[], Any]:
         if tool.model is None:
             problems = check_schema(tool.input_schema, arguments)
             if problems:
@@ -276,6 +290,8 @@ class ToolServer:
         if tool.pass_model:
             return lambda: tool.handler(model)
         values = {k: getattr(model, k) for k in type(model).model_fields}
+        if tool.wants_progress:
+            values[PROGRESS_PARAM] = _progress_reporter(on_progress)
         return lambda: tool.handler(**values)
 
     def _run(self, call: Callable[[], Any], name: str) -> Future:
@@ -445,6 +461,18 @@ def _result_of(value: Any) -> dict:
     return text_result(json.dumps(value, default=str))
 
 
+def _progress_reporter(on_progress: Callable | None) -> Callable[..., None]:
+    """What a handler calls to report progress; errors of the receiver are logged."""
+    def report(progress: float, total: float | None = None, message: str | None = None) -> None:
+        if on_progress is None:
+            return
+        try:
+            on_progress(progress, total, message)
+        except Exception:  # noqa: BLE001 - the tool's work goes on
+            log.exception("a progress callback failed")
+    return report
+
+
 def _settle_from(outer: Future, inner: Future) -> None:
     if inner.cancelled():
         outer.set_result(error_result("Error: the call was cancelled"))
@@ -457,7 +485,7 @@ def _settle_from(outer: Future, inner: Future) -> None:
 def _model_from_signature(name: str, fn: Callable) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name == PROGRESS_PARAM:
             continue
         annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
         default = ... if param.default is inspect.Parameter.empty else param.default

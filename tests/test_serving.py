@@ -165,3 +165,18 @@ async def _all_tool_names(session: ClientSession) -> list[str]:
         cursor = page.next_cursor
         if not cursor:
             return names
+
+
+def test_served_progress_reaches_a_raider_client():
+    """The demo's wait tool reports progress; over stdio it arrives as notifications/progress."""
+    import sys as _sys
+
+    from raider_sync import McpConfig, McpServer
+    spec = McpConfig.from_dict({"mcpServers": {"demo": {
+        "command": _sys.executable, "args": ["-m", "raider_sync.demo"]}}}).server("demo")
+    seen = []
+    with McpServer(spec) as server:
+        result = server.call_tool("mcp__demo__wait", {"seconds": 0.1, "steps": 3},
+                                  on_progress=lambda *a: seen.append(a))
+    assert result.text.startswith("waited")
+    assert seen == [(1, 3, "step 1 of 3"), (2, 3, "step 2 of 3"), (3, 3, "step 3 of 3")]

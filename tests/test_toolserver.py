@@ -250,3 +250,21 @@ def _failed_future(error: BaseException) -> Future:
     future: Future = Future()
     future.set_exception(error)
     return future
+
+
+def test_a_handler_with_a_progress_parameter_reports_progress():
+    with ToolServer("local") as tools:
+        @tools.tool()
+        def count(progress, to: int) -> str:
+            """Count, reporting each step."""
+            for i in range(to):
+                progress(i + 1, to, f"at {i + 1}")
+            return "counted"
+
+        schema = tools.list_tools()[0]["inputSchema"]
+        assert list(schema["properties"]) == ["to"]  # progress is not an argument
+        seen = []
+        result = tools.call_tool("count", {"to": 3}, on_progress=lambda *a: seen.append(a))
+        assert result.text == "counted"
+        assert seen == [(1, 3, "at 1"), (2, 3, "at 2"), (3, 3, "at 3")]
+        assert tools.call_tool("count", {"to": 2}).text == "counted"  # nobody listening: fine
