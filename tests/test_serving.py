@@ -169,11 +169,9 @@ async def _all_tool_names(session: ClientSession) -> list[str]:
 
 def test_served_progress_reaches_a_raider_client():
     """The demo's wait tool reports progress; over stdio it arrives as notifications/progress."""
-    import sys as _sys
-
     from raider_sync import McpConfig, McpServer
     spec = McpConfig.from_dict({"mcpServers": {"demo": {
-        "command": _sys.executable, "args": ["-m", "raider_sync.demo"]}}}).server("demo")
+        "command": sys.executable, "args": ["-m", "raider_sync.demo"]}}}).server("demo")
     seen = []
     with McpServer(spec) as server:
         result = server.call_tool("mcp__demo__wait", {"seconds": 0.1, "steps": 3},
