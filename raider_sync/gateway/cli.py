@@ -11,6 +11,7 @@ several workers behind a load balancer (see :mod:`raider_sync.gateway.relay` and
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -101,7 +102,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--usage-log", metavar="FILE",
                         help="append usage events as JSON lines here (overrides the config)")
     parser.add_argument("--check", action="store_true",
-                        help="only check the config: list every problem, exit 1 if any")
+                        help="only check the config: list every problem, exit 2 if any")
+    parser.add_argument("--json", action="store_true",
+                        help="with --check: print the outcome as JSON for scripts")
 
 
 def register(subparsers) -> None:
@@ -122,8 +125,9 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGINT/SIGTERM. Exit code: 0 after a clean stop, 1 for a bad config or a
-    missing waitress or an address in use, 2 for a bad ``--listen``."""
+    """Serve until SIGINT/SIGTERM. Exit codes as every raider-sync command: 0 after a clean
+    stop (or a config that checks), 1 for a missing waitress or an address in use, 2 for a
+    bad config or a bad ``--listen``."""
     try:
         host, port = _listen(args.listen)
     except ValueError as exc:
@@ -132,12 +136,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = GatewayConfig.load(args.config)
     except ConfigError as exc:
+        if args.check and args.json:
+            print(json.dumps({"config": args.config, "ok": False, "problems": exc.problems}))
+            return 2
         print(f"raider-sync gateway: the config {args.config} has problems:", file=sys.stderr)
         for problem in exc.problems:
             print(f"  - {problem}", file=sys.stderr)
-        return 1
+        return 2
     if args.check:
-        print(f"{args.config}: ok ({len(config.servers)} servers, {len(config.keys)} keys)")
+        if args.json:
+            print(json.dumps({"config": args.config, "ok": True, "problems": [],
+                              "servers": len(config.servers), "keys": len(config.keys)}))
+        else:
+            print(f"{args.config}: ok ({len(config.servers)} servers, {len(config.keys)} keys)")
         return 0
     relay = Relay(config, usage_log=args.usage_log)
     try:

@@ -37,14 +37,26 @@ def test_check_accepts_a_good_config(tmp_path, capsys, monkeypatch):
     assert "ok (2 servers, 1 keys)" in capsys.readouterr().out
 
 
-def test_a_bad_config_lists_every_problem_and_exits_1(tmp_path, capsys, monkeypatch):
+def test_a_bad_config_lists_every_problem_and_exits_2(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("GW_TEST_ALICE", raising=False)
     bad = {**GOOD, "servers": [{"name": "../x", "url": "http://u:p@h/"}]}
-    assert cli.main(["--config", write(tmp_path, bad), "--listen", "127.0.0.1:0"]) == 1
+    assert cli.main(["--config", write(tmp_path, bad), "--listen", "127.0.0.1:0"]) == 2
     err = capsys.readouterr().err
     assert "servers[0] (../x).name" in err and "servers[0] (../x).url" in err
     assert "keys[0] (alice).servers: no server named 'files'" in err
     assert "u:p@" not in err
+
+
+def test_check_json_for_scripts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GW_TEST_ALICE", ALICE)
+    assert cli.main(["--config", write(tmp_path, GOOD), "--check", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "config": str(tmp_path / "gateway.json"), "ok": True, "problems": [],
+        "servers": 2, "keys": 1}
+    monkeypatch.delenv("GW_TEST_ALICE")
+    assert cli.main(["--config", write(tmp_path, GOOD), "--check", "--json"]) == 2
+    outcome = json.loads(capsys.readouterr().out)
+    assert outcome["ok"] is False and any("alice" in p for p in outcome["problems"])
 
 
 def test_a_bad_listen_address_exits_2(tmp_path, capsys):
