@@ -90,7 +90,14 @@ class StdioTransport(Transport):
     # -- Transport -----------------------------------------------------------------------
 
     def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
-        """Spawn the process. Raises RaiderError when it cannot be started."""
+        """Spawn the process. Raises RaiderError when it cannot be started, ConnectionClosed
+        when the transport was closed first (a stop that raced the start)."""
+        with self._close_lock:  # a close either comes before (nothing spawned) or reaps it
+            if self._closing:
+                raise ConnectionClosed(f"{self.name} was closed before it started")
+            self._spawn_process(deliver, closed)
+
+    def _spawn_process(self, deliver: Deliver, closed: Closed) -> None:
         try:
             self._proc = subprocess.Popen(
                 [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -170,10 +177,10 @@ class StdioTransport(Transport):
 
     def _stop(self, grace: float) -> None:
         with self._close_lock:
+            self._closing = True  # also before start(): it then spawns nothing
             proc = self._proc
             if proc is None:
                 return
-            self._closing = True
             # a writer stuck on a full pipe holds the lock: then the server gets no EOF and
             # goes straight to SIGTERM; the kill below ends the writer's wait
             stdin_closed = self._close_stdin(proc, grace)

@@ -760,3 +760,30 @@ def test_stop_from_callbacks_does_not_deadlock():
     poll(lambda: len(stopped_from) == 2, what="stop from on_tools_changed")
     assert other.status == "stopped"
     other.stop()
+
+
+def test_stop_before_the_process_is_spawned_leaves_no_process(monkeypatch):
+    """stop() that closes the transport before start() spawned it: the start must not spawn
+    a process nobody stops any more."""
+    from raider_sync import jsonrpc
+    opening, go = threading.Event(), threading.Event()
+    real_open = jsonrpc.Session.open
+
+    def gated_open(self, timeout=None):
+        opening.set()
+        assert go.wait(WAIT)
+        return real_open(self, timeout)
+
+    monkeypatch.setattr(jsonrpc.Session, "open", gated_open)
+    server = McpServer(fake_spec("plain"), kill_grace=0.2)
+    future = server.start_f()
+    assert opening.wait(WAIT)
+    stopper = threading.Thread(target=server.stop, name="test-stopper")
+    stopper.start()
+    poll(lambda: server.status == "stopped", what="stopped")
+    go.set()
+    stopper.join(WAIT)
+    assert not stopper.is_alive()
+    assert future.result(WAIT) is server and server.status == "stopped"
+    assert server.pid is None
+    assert fake_processes("plain") == []
