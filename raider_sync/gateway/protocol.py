@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from typing import Any, Iterable, Mapping, Optional, Union
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -36,6 +37,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _NAME_MAX = 64
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an HTTP field name (RFC 9110 token)
 _ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # RFC 3986 pchar minus the percent sign: everything else in a segment is percent-encoded
 _SEGMENT_SAFE = "!$&'()*+,;=:@-._~"
 
@@ -212,7 +214,9 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
     ``rest`` is the decoded sub-path, or ``None``/``""`` for none; ``query`` is the client's
     query string (or a mapping / pairs). Returns ``None`` -- a refusal, never a normalisation --
     for a sub-path with a ``.`` or ``..`` segment, an empty segment (``//``, a leading or
-    trailing ``/``), a backslash, or a percent-encoded dot, slash or backslash left in it: a
+    trailing ``/``), a backslash, a control character, or a percent-encoded dot, slash or
+    backslash left in it -- judged as written, with each segment's ``;`` parameters dropped
+    (``..;x``) and in Unicode's NFKC form (fullwidth dots and slashes): a
     customer key must not climb out of the path the operator configured, whatever the
     upstream's own idea of path normalisation is. Also ``None`` for a ``url`` that
     :func:`url_problem` refuses."""
@@ -223,11 +227,12 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
         return None
     path = base.path
     if rest:
-        if not isinstance(rest, str) or "\\" in rest or _ENCODED_SEPARATOR.search(rest):
+        if not isinstance(rest, str) or _sub_path_problem(rest):
+            return None
+        folded = unicodedata.normalize("NFKC", rest)
+        if folded.count("/") != rest.count("/") or _sub_path_problem(folded):
             return None
         segments = rest.split("/")
-        if any(seg in ("", ".", "..") for seg in segments):
-            return None
         encoded = "/".join(quote(seg, safe=_SEGMENT_SAFE) for seg in segments)
         path = path.rstrip("/") + "/" + encoded
     pairs = _query_pairs(query)
@@ -236,6 +241,16 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
         extra = urlencode(pairs, quote_via=quote)
         merged = f"{merged}&{extra}" if merged else extra
     return urlunsplit((base.scheme, base.netloc, path, merged, ""))
+
+
+def _sub_path_problem(rest: str) -> bool:
+    """Whether a decoded sub-path could climb out of its prefix upstream: a backslash, an
+    encoded dot, slash or backslash, a control character (a NUL ends the path for a C
+    upstream), or a segment that is empty, ``.`` or ``..`` -- also once its ``;`` path
+    parameters are dropped, as servlet containers do (``..;x`` is ``..`` there)."""
+    if "\\" in rest or _ENCODED_SEPARATOR.search(rest) or _CONTROL.search(rest):
+        return True
+    return any(seg.split(";", 1)[0] in ("", ".", "..") for seg in rest.split("/"))
 
 
 def _field(server: Any, key: str, default: Any = None) -> Any:

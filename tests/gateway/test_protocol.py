@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -183,12 +184,29 @@ def test_upstream_url_refuses_climbing_out(rest):
     assert protocol.upstream_url("https://up.example/mcp", rest, None) is None
 
 
+@pytest.mark.parametrize("rest", [
+    # path parameters: servlet containers and Spring drop ";..." before resolving dot segments
+    "..;", "..;x/admin", ".;a", "a/..;jsessionid=1/b", ";x",
+    # a NUL or another control character: C upstreams stop at the NUL, logs split at a newline
+    "..\x00", "a\x00/b", "a\nb", "a\rb", "a\x7fb",
+    # compatibility forms that NFKC (or a "best fit" code page) turns into dots and slashes
+    "\uff0e\uff0e", "\uff0e", "a\uff0fb", "\uff3c", "\u2025"])
+def test_upstream_url_refuses_what_an_upstream_could_read_as_climbing_out(rest):
+    assert protocol.upstream_url("https://up.example/mcp", rest, None) is None
+
+
+def test_upstream_url_keeps_harmless_semicolons_and_unicode():
+    assert protocol.upstream_url("https://up.example/mcp", "a;v=1/\u00fc", None) == \
+        "https://up.example/mcp/a;v=1/%C3%BC"
+
+
 def test_upstream_url_refuses_a_bad_configured_url():
     assert protocol.upstream_url("ftp://up.example/mcp", "a", None) is None
     assert protocol.upstream_url("https://u:p@up.example/mcp", None, None) is None
 
 
-_SEGMENT = st.text(alphabet=st.sampled_from(list("ab.%/\\?#;:@ 2eEfF5cC~_-") + ["ü", "\x00"]),
+_SEGMENT = st.text(alphabet=st.sampled_from(list("ab.%/\\?#;:@ 2eEfF5cC~_-")
+                                           + ["ü", "\x00", "\uff0e", "\uff0f", "\u2025"]),
                    max_size=24)
 
 
@@ -206,10 +224,18 @@ def test_upstream_url_never_escapes_the_configured_path_prefix(prefix, rest, que
     assert parts.query.startswith("tenant=t")
     root = prefix.rstrip("/")
     assert parts.path == root or parts.path == prefix or parts.path.startswith(root + "/")
-    # decoded once or twice, the path still resolves inside the prefix
+    # decoded once or twice, with or without path parameters, cut at a NUL or NFKC-folded,
+    # the path still resolves inside the prefix
     for decoded in (unquote(parts.path), unquote(unquote(parts.path))):
-        resolved = posixpath.normpath(decoded.replace("\\", "/") or "/")
-        assert resolved == (root or "/") or resolved.startswith(root + "/")
+        for seen in (decoded, _servlet(decoded), decoded.split("\x00")[0],
+                     unicodedata.normalize("NFKC", decoded)):
+            resolved = posixpath.normpath(seen.replace("\\", "/") or "/")
+            assert resolved == (root or "/") or resolved.startswith(root + "/")
+
+
+def _servlet(path):
+    """The path as a servlet container resolves it: each segment without its ``;`` params."""
+    return "/".join(segment.split(";", 1)[0] for segment in path.split("/"))
 
 
 # -- listing_entry -------------------------------------------------------------------------
