@@ -30,16 +30,26 @@ class Serving:
     socket, joins the serving thread and waitress's worker threads (each bounded by ``timeout``
     seconds). Raises ImportError when waitress is not installed, OSError when the address is
     taken.
+
+    waitress reads a whole request body before it calls ``app``; ``max_request_bytes`` (default:
+    the relay's ``config.max_request_bytes``) makes it refuse a larger one with 413 at once,
+    before anything is spooled and before the key is even looked at.
     """
 
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, threads: int = 16):
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, threads: int = 16,
+                 max_request_bytes: Optional[int] = None):
         import waitress.server  # lazily: only serving needs it
 
+        if max_request_bytes is None:
+            max_request_bytes = getattr(getattr(app, "config", None), "max_request_bytes", None)
+        # waitress refuses a body of max_request_body_size bytes or more: one over ours
+        limits = {} if max_request_bytes is None else {
+            "max_request_body_size": max_request_bytes + 1}
         # channel_request_lookahead lets waitress notice a client that left mid-answer, which
         # the relay uses to close the upstream of a silent SSE stream.
         self.server = waitress.server.create_server(
             app, host=host, port=port, threads=threads, channel_request_lookahead=1,
-            ident="raider-sync-gateway", expose_tracebacks=False)
+            ident="raider-sync-gateway", expose_tracebacks=False, **limits)
         self.host = self.server.effective_host
         self.port = self.server.effective_port
         self._thread: Optional[threading.Thread] = None

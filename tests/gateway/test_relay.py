@@ -160,7 +160,9 @@ def test_a_server_without_credential_gets_no_authorization_at_all(make_gateway, 
     "/mcp/fake/%2e%2e/x", "/mcp/fake/%2E%2E/x", "/mcp/fake/%2e%2E", "/mcp/fake/%2e/x",
     "/mcp/fake/a%2fb", "/mcp/fake/a%2Fb", "/mcp/fake/%2f", "/mcp/fake/a\\b", "/mcp/fake/..\\x",
     "/mcp/fake/a%5cb", "/mcp/fake/a%5Cb", "/mcp/fake//x", "/mcp/fake/a//b", "/mcp/fake/a/",
-    "/mcp/fake/%252e%252e/x", "/mcp/fake/a%252fb"])
+    "/mcp/fake/%252e%252e/x", "/mcp/fake/a%252fb", "/mcp/fake/..;/x", "/mcp/fake/..%3bx/y",
+    "/mcp/fake/.%3B/x", "/mcp/fake/..%00", "/mcp/fake/%EF%BC%8E%EF%BC%8E/x",
+    "/mcp/fake/a%EF%BC%8Fb"])
 def test_path_traversal_variants_are_refused(make_gateway, upstream, path):
     gw = make_gateway([fake(upstream)])
     status, _, body = gw.raw("POST", path, headers=AUTH, body=b"{}")
@@ -270,6 +272,18 @@ def test_a_request_body_over_the_limit_is_413_and_not_relayed(make_gateway, upst
     assert requests.post(f"{gw.url}/mcp/fake", headers=AUTH, data=b"x" * 10,
                          timeout=10).status_code == 200
     assert len(upstream.requests) == 1
+
+
+def test_a_body_over_the_limit_is_refused_before_the_server_buffers_it(make_gateway, upstream):
+    # The announced body never comes: the answer must not wait for it (nor spool it), even
+    # for a caller without a key.
+    gw = make_gateway([fake(upstream)], max_request_bytes=1000)
+    with socket.create_connection((gw.host, gw.port), timeout=5) as conn:
+        conn.sendall(b"POST /mcp/fake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100000000\r\n\r\n" + b"x" * 2000)
+        head = conn.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+    assert upstream.requests == []
 
 
 def test_origins_outside_the_allowed_list_are_refused(make_gateway, upstream):
