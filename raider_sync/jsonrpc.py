@@ -9,16 +9,18 @@ and a transport that only moves messages. It owns:
 - one watchdog thread that fails a request whose deadline passes, after sending
   ``notifications/cancelled`` for it, so even a future nobody waits on cannot hang.
 - dispatch of what the peer sends on its own: notifications run in order on one thread,
-  requests on a small pool; neither ever runs on the reader thread. Progress callbacks run in
-  order on a thread of their own, and the answer of a request with a progress callback is
-  settled behind them: every step sent before the answer has been seen when the future is
-  done (so an ``on_progress`` callback must not wait for another such request).
+  requests on a small pool; neither ever runs on the reader thread. The progress callbacks of
+  one request run in order on a small pool of their own, and the answer of a request with a
+  progress callback is settled behind them: every step sent before the answer has been seen
+  when the future is done. Requests are ordered apart, so a callback may wait for another
+  request that has progress callbacks of its own.
 
 Threads are named ``raider-<name>-...`` and joined by :meth:`Session.close`.
 """
 from __future__ import annotations
 
 import functools
+import collections
 import heapq
 import itertools
 import logging
@@ -35,6 +37,9 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
+#: threads running progress callbacks: how deep callbacks may wait for requests with
+#: progress callbacks of their own before the deepest waits for its timeout
+PROGRESS_WORKERS = 4
 
 RequestHandler = Callable[[str, dict], Any]
 NotificationHandler = Callable[[str, dict], None]
@@ -47,7 +52,7 @@ class MethodNotFound(RaiderError):
 
 class _Pending:
     __slots__ = ("future", "method", "timeout", "timeout_message", "timeout_error",
-                 "cancellable", "on_progress", "transform")
+                 "cancellable", "on_progress", "transform", "steps", "stepping")
 
     def __init__(self, future, method, timeout, timeout_message, timeout_error,
                  cancellable, on_progress, transform):
@@ -59,6 +64,8 @@ class _Pending:
         self.cancellable = cancellable
         self.on_progress = on_progress
         self.transform = transform
+        self.steps: collections.deque = collections.deque()  # progress calls, then the answer
+        self.stepping = False  # a progress worker is running the steps
 
 
 class Session:
@@ -85,9 +92,10 @@ class Session:
         self._closed_error: BaseException | None = None
         self._local = threading.local()
         self._notifier = ThreadPoolExecutor(1, f"raider-{name}-notify", self._mark_worker)
-        # progress callbacks and the answers of requests that have them, in arrival order, on
-        # a thread of their own: a notification handler may wait for such a request
-        self._progress_pool = ThreadPoolExecutor(1, f"raider-{name}-progress", self._mark_worker)
+        # progress callbacks and the answers of requests that have them, in arrival order per
+        # request, off the notifier: a notification handler may wait for such a request
+        self._progress_pool = ThreadPoolExecutor(PROGRESS_WORKERS, f"raider-{name}-progress",
+                                                 self._mark_worker)
         self._workers = ThreadPoolExecutor(request_workers, f"raider-{name}-handler",
                                            self._mark_worker)
         self._deadlines: list[tuple[float, int]] = []
@@ -231,8 +239,7 @@ class Session:
         if entry is not None and entry.on_progress is not None:
             # behind the progress callbacks already queued: a caller sees every step that
             # the server sent before its answer by the time the future is done
-            self._submit(self._progress_pool,
-                         functools.partial(self._settle, request_id, **outcome))
+            self._step(entry, functools.partial(self._settle, request_id, **outcome))
         else:
             self._settle(request_id, **outcome)
 
@@ -263,7 +270,25 @@ class Session:
         with self._lock:
             entry = self._pending.get(token) if _hashable(token) else None  # type: ignore[arg-type]
         if entry is not None and entry.on_progress is not None:
-            self._submit(self._progress_pool, self._progress, entry.on_progress, params)
+            self._step(entry, functools.partial(self._progress, entry.on_progress, params))
+
+    def _step(self, entry: _Pending, step: Callable[[], None]) -> None:
+        """Run ``step`` on a progress worker after the steps of ``entry`` queued before it."""
+        with self._lock:
+            entry.steps.append(step)
+            if entry.stepping:
+                return
+            entry.stepping = True
+        self._submit(self._progress_pool, self._run_steps, entry)
+
+    def _run_steps(self, entry: _Pending) -> None:
+        while True:
+            with self._lock:
+                if not entry.steps:
+                    entry.stepping = False
+                    return
+                step = entry.steps.popleft()
+            step()
 
     def _progress(self, on_progress: ProgressCallback, params: dict) -> None:
         try:

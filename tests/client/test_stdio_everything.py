@@ -219,3 +219,24 @@ def test_stop_and_pid(everything_spec):
     assert server.status == "stopped" and server.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_an_on_progress_callback_may_call_another_tool_with_progress(everything):
+    """A progress callback that calls back into the server, itself with on_progress, gets its
+    answer: the inner call's progress and answer do not queue behind the outer callback."""
+    inner = []
+
+    def on_progress(progress, total, message):
+        if progress == 1:
+            result = everything.call_tool(
+                "mcp__everything__trigger-long-running-operation", {"duration": 0.2, "steps": 2},
+                timeout=5, on_progress=lambda p, t, m: inner.append(p))
+            inner.append(text_of(result))
+
+    started = time.monotonic()
+    result = everything.call_tool("mcp__everything__trigger-long-running-operation",
+                                  {"duration": 0.4, "steps": 2}, timeout=10,
+                                  on_progress=on_progress)
+    assert "completed" in text_of(result)
+    assert inner[:2] == [1, 2] and "completed" in inner[2]
+    assert time.monotonic() - started < 4
