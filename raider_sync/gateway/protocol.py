@@ -218,7 +218,9 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
     backslash left in it -- judged as written, with each segment's ``;`` parameters dropped
     (``..;x``) and in Unicode's NFKC form (fullwidth dots and slashes): a
     customer key must not climb out of the path the operator configured, whatever the
-    upstream's own idea of path normalisation is. Also ``None`` for a ``url`` that
+    upstream's own idea of path normalisation is. Also ``None`` for a query that names a
+    parameter the configured URL fixes (``?tenant=t``): many servers read the last of repeated
+    parameters, so the client would choose it. And ``None`` for a ``url`` that
     :func:`url_problem` refuses."""
     if not isinstance(url, str) or not url:
         return None
@@ -237,6 +239,10 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
         path = path.rstrip("/") + "/" + encoded
     pairs = _query_pairs(query)
     merged = base.query
+    if pairs and merged:
+        fixed = {key for key, _ in parse_qsl(merged, keep_blank_values=True)}
+        if any(key in fixed for key, _ in pairs):
+            return None
     if pairs:
         extra = urlencode(pairs, quote_via=quote)
         merged = f"{merged}&{extra}" if merged else extra

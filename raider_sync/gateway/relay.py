@@ -202,8 +202,9 @@ class Relay:
             server.url, rest if slash else None, environ.get("QUERY_STRING") or None)
         if url is None:
             return self._answer(start_response, event, started, 400, "bad_path",
-                                "the sub-path is refused ('.', '..', empty segments, backslashes "
-                                "and encoded dots or slashes are not relayed)")
+                                "the sub-path or query is refused ('.', '..', empty segments, "
+                                "backslashes, encoded dots or slashes, and query parameters the "
+                                "gateway sets are not relayed)")
         body = self._read_body(environ)
         if isinstance(body, tuple):
             return self._answer(start_response, event, started, *body)

@@ -200,6 +200,15 @@ def test_upstream_url_keeps_harmless_semicolons_and_unicode():
         "https://up.example/mcp/a;v=1/%C3%BC"
 
 
+@pytest.mark.parametrize("query", ["tenant=other", "x=1&tenant=other", "TENANT=x&tenant=", "tenant",
+                                   {"tenant": "other"}, [("tenant", "other")]])
+def test_upstream_url_refuses_a_query_that_names_a_configured_parameter(query):
+    # many servers read the last of repeated parameters: the client would pick the tenant
+    assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, query) is None
+    assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, "TENANT=x") == \
+        "https://up.example/mcp?tenant=t&TENANT=x"
+
+
 def test_upstream_url_refuses_a_bad_configured_url():
     assert protocol.upstream_url("ftp://up.example/mcp", "a", None) is None
     assert protocol.upstream_url("https://u:p@up.example/mcp", None, None) is None
