@@ -398,8 +398,9 @@ class _Stream:
 
     def __iter__(self):
         raw = self.response.raw
+        # decoded, as the buffered answer is: Content-Encoding is not a relayed header
         if hasattr(raw, "read1"):  # urllib3 2: whatever has arrived, up to CHUNK
-            chunks = iter(lambda: raw.read1(CHUNK), b"")
+            chunks = iter(lambda: raw.read1(CHUNK, decode_content=True), b"")
         else:  # urllib3 1.26: one transfer chunk at a time
             chunks = raw.stream(CHUNK, decode_content=True)
         try:

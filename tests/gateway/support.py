@@ -2,6 +2,7 @@
 for faults and header echoes, and starting real peers over HTTP (fixtures: conftest.py)."""
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import os
@@ -160,6 +161,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_chunked("application/json")
         self._chunk(b'{"part": 1,')
         self._chunk(b' "part2": 2}')
+        self._chunk(b"")
+
+    def _mode_gzip_chunked(self, seen):
+        # an upstream that compresses although the relay asked for identity
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        data = gzip.compress(b'{"zipped": true}')
+        self._chunk(data[:10])
+        self._chunk(data[10:])
         self._chunk(b"")
 
     def _mode_big(self, seen):

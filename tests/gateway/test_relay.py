@@ -200,6 +200,14 @@ def test_chunked_and_large_answers_stream_through_intact(make_gateway, upstream)
     assert events[-1]["response_bytes"] == len(big.content)
 
 
+def test_a_compressed_streamed_answer_arrives_decoded(make_gateway, upstream):
+    # Content-Encoding is not relayed, so the bytes must not be either
+    gw = make_gateway([fake(upstream)])
+    status, headers, body = gw.raw("POST", "/mcp/fake/gzip-chunked", headers=AUTH, body=b"{}")
+    assert status == 200 and "Content-Encoding" not in headers
+    assert json.loads(body) == {"zipped": True}
+
+
 def test_an_sse_answer_is_not_buffered(make_gateway, upstream):
     gw = make_gateway([fake(upstream)])
     with requests.get(f"{gw.url}/mcp/fake/sse-gated", headers={**AUTH, "Accept": "text/event-stream"},
