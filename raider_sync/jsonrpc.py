@@ -30,6 +30,7 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
 from .errors import ConnectionClosed, McpError, RaiderError, RequestTimeout
+from .futures import wait_bounded
 
 log = logging.getLogger("raider_sync.jsonrpc")
 
@@ -188,8 +189,9 @@ class Session:
         return future
 
     def request(self, method: str, params: dict | None = None, *, timeout: float, **kw) -> Any:
-        """Blocking :meth:`request_f`: the result, or the exception the future holds."""
-        return self.request_f(method, params, timeout=timeout, **kw).result()
+        """Blocking :meth:`request_f`: the result, or the exception the future holds. The
+        wait is bounded (``timeout`` plus a margin) even should the watchdog not fail it."""
+        return wait_bounded(self.request_f(method, params, timeout=timeout, **kw), timeout)
 
     def notify(self, method: str, params: dict | None = None) -> None:
         """Send a notification. Errors of a closed transport are logged, not raised."""

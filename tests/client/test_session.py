@@ -436,3 +436,17 @@ def test_closed_error_tells_what_ended_the_session():
     transport.close_from_peer(error)
     assert session.closed_error is error and session.closed
     session.close()
+
+
+def test_a_blocking_request_is_bounded_even_without_the_watchdog(monkeypatch):
+    """request() waits at most its timeout plus a margin, even if nothing else fails it."""
+    from raider_sync import futures
+    monkeypatch.setattr(futures, "WAIT_MARGIN_S", 0.2)
+    transport = MemoryTransport()
+    session = Session(transport, name="mem")  # not opened: no watchdog fails the request
+    transport.start(None, None)
+    started = time.monotonic()
+    with pytest.raises(RequestTimeout):
+        session.request("slow", timeout=0.1)
+    assert time.monotonic() - started < 2
+    session.close()
