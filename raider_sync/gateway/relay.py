@@ -305,11 +305,15 @@ class Relay:
             return [data]
         if event_stream:
             relayed.append(("X-Accel-Buffering", "no"))  # tells a fronting nginx not to buffer
-        write = start_response(status, relayed)
-        # Servers hold the headers back until the first non-empty chunk (PEP 3333), and a GET
-        # stream may stay silent for minutes: an empty write() sends them now (waitress,
-        # gunicorn and wsgiref all do).
-        write(b"")
+        try:
+            write = start_response(status, relayed)
+            # Servers hold the headers back until the first non-empty chunk (PEP 3333), and a
+            # GET stream may stay silent for minutes: an empty write() sends them now
+            # (waitress, gunicorn and wsgiref all do). It raises when the client has gone.
+            write(b"")
+        except BaseException:
+            response.close()
+            raise
         stream = _Stream(self, response, event, started)
         disconnected = environ.get("waitress.client_disconnected")
         if callable(disconnected):

@@ -390,6 +390,29 @@ def test_a_bug_in_the_relay_is_a_500_without_a_traceback(upstream, monkeypatch, 
     assert "secret internals" in caplog.text  # logged for the operator
 
 
+def test_a_client_gone_before_the_first_write_closes_the_upstream(upstream):
+    config = GatewayConfig.from_dict({"servers": [fake(upstream)],
+                                      "keys": [{"id": "a", "env": "K", "servers": ["fake"]}]},
+                                     env={"K": "k", "UPSTREAM_TOKEN": "t"})
+
+    def start_response(status, headers, exc_info=None):
+        if exc_info is not None:  # PEP 3333: the headers went out, so re-raise
+            raise exc_info[1].with_traceback(exc_info[2])
+
+        def write(data):
+            raise ConnectionResetError("the client went away")
+        return write
+
+    with Relay(config) as relay:
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/mcp/fake/sse-hang",
+                   "HTTP_X_API_KEY": "k"}
+        with pytest.raises(ConnectionResetError) as caught:
+            relay(environ, start_response)
+        # the traceback (kept here) must not be what keeps the upstream stream open
+        assert upstream.closed.wait(10), "the relay kept the upstream stream open"
+        del caught
+
+
 def test_a_closed_relay_answers_503_and_close_is_idempotent(upstream, tmp_path):
     config = GatewayConfig.from_dict({"servers": [fake(upstream)],
                                       "keys": [{"id": "a", "env": "K", "servers": ["fake"]}]},
