@@ -203,6 +203,11 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - a notification has nobody to tell
             log.debug("%s: notification %s not sent: %s", self.name, method, exc)
 
+    def run_in_order(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run ``fn(*args)`` on the notification thread, after the notifications received so
+        far; never on the caller's thread. Dropped once the session is closing."""
+        self._submit(self._notifier, fn, *args)
+
     # -- incoming ------------------------------------------------------------------------
 
     def receive(self, message: Any) -> None:

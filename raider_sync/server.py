@@ -261,7 +261,10 @@ class McpServer:
                         f"starting a new session timed out after {timeout:.3g} s")
         with self._lock:
             self._lists.clear()
-        self._tools_changed()
+        self._queue_relist()
+        # not on this thread: it is inside the transport's renewal, which the re-list (and so
+        # a list_tools() in the callback) waits for
+        session.run_in_order(self._call_on_tools_changed)
 
     def _startup_timeout_message(self) -> str:
         return f"startup timed out after {self.startup_timeout_ms / 1000:g} s (MCP_TIMEOUT)"
@@ -518,6 +521,11 @@ class McpServer:
     def _tools_changed(self) -> None:
         # the re-list is under way before on_tools_changed runs, so a list_tools() it (or
         # anyone it wakes) calls waits for the fresh list instead of getting the old one
+        self._queue_relist()
+        self._call_on_tools_changed()
+
+    def _queue_relist(self) -> None:
+        """Have the tools listed again in the background; list_tools() waits for it."""
         with self._lock:
             queued = self._relist_queued
             if not queued:
@@ -530,6 +538,8 @@ class McpServer:
                 self._background.submit(self._relist, future)
             except RuntimeError:
                 future.set_result(None)
+
+    def _call_on_tools_changed(self) -> None:
         if self.on_tools_changed is not None:
             try:
                 self.on_tools_changed(self)

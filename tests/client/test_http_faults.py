@@ -306,3 +306,23 @@ def test_unreachable_server_fails_the_start_with_the_url():
         assert url in client.reason and "cannot connect" in client.reason
     finally:
         client.stop()
+
+
+def test_on_tools_changed_may_list_the_tools_after_a_session_renewal(fake, connect):
+    """The renewal re-lists the tools; on_tools_changed calling list_tools() then gets them
+    instead of waiting for a re-list that itself waits for the renewal to end."""
+    server = fake()
+    listed = []
+    seen = threading.Event()
+
+    def on_tools_changed(client):
+        listed.append([t["name"] for t in client.list_tools(timeout=5)])
+        seen.set()
+
+    client = connect(server, on_tools_changed=on_tools_changed)
+    server.forget_sessions()
+    started = time.monotonic()
+    assert text(client.call_tool("echo", {}, timeout=8)) == "echo: {}"
+    assert seen.wait(WAIT)
+    assert time.monotonic() - started < 4
+    assert listed and "mcp__fault__echo" in listed[0]
