@@ -35,7 +35,7 @@ from . import schemas
 from .gates import Validator, refusal
 from .monitor import DEFAULT_OPTIONS, Monitor
 from .output import MAX_CHAR_BYTES, Clip
-from .shells import STOP_SLACK, Caller, Runtime, Shell
+from .shells import STOP_SLACK, Caller, Closed, Runtime, Shell
 from .tasks import RUNNING, TaskEntry, Tasks
 from .texts import (entry_status, monitor_started, moved_to_background, not_running,
                     output_status, shell_notification, started_in_background, stopped, unknown)
@@ -125,6 +125,13 @@ class BashTools:
         if refused:
             return resolved((refused, True))
         shell = Shell(command, str(inp.get("description") or ""), cwd, caller)
+        try:
+            with self._runtime.starting():  # a close() meanwhile waits, then stops it
+                return self._start(shell, inp)
+        except Closed:
+            return resolved((CLOSED, True))
+
+    def _start(self, shell: Shell, inp: dict) -> Future:
         background = bool(inp.get("run_in_background"))
         try:
             self._runtime.spawn(shell, background=background)
@@ -246,6 +253,14 @@ class BashTools:
         if refused:
             return resolved((refused, True))
         timeout = self.monitor_seconds(inp.get("timeout_ms"))
+        try:
+            with self._runtime.starting():  # a close() meanwhile waits, then stops it
+                return self._start_monitor(command, inp, cwd, timeout, caller)
+        except Closed:
+            return resolved((CLOSED, True))
+
+    def _start_monitor(self, command: str, inp: dict, cwd: str | None, timeout: float,
+                       caller: Caller) -> Future:
         task_id = self.tasks.new_id("monitor")
         monitor = Monitor(task_id, command, str(inp.get("description") or ""), cwd, timeout,
                           tasks=self.tasks, bash_path=self.bash_path, recipient=caller.recipient,
@@ -477,8 +492,7 @@ def _positive(value: Any) -> bool:
 
 def _shutdown(runtime: Runtime) -> None:
     """The finalizer: stop everything (also at interpreter exit)."""
-    runtime.stop_all()
-    runtime.closed = True
+    runtime.close()
     server = runtime.server
     if server is not None:
         try:

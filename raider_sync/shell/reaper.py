@@ -59,6 +59,7 @@ class Reaper:
         self._wake_pending = False
         self._selector: selectors.BaseSelector | None = None
         self._waiters: list[threading.Thread] = []
+        self._closed = False  # stopped for good: calls run at once, timers never
 
     # -- used from any thread ---------------------------------------------------------------
 
@@ -66,19 +67,25 @@ class Reaper:
         return threading.current_thread() is self._thread
 
     def call_soon(self, fn: Callable[[], None]) -> None:
-        """Run ``fn()`` on the reaper thread (at once when already on it)."""
-        if self.in_reaper():
-            self._safely(fn)
-            return
-        with self._lock:
-            self._ensure_started()
-            self._posted.append(fn)
-            self._wake()
+        """Run ``fn()`` on the reaper thread (at once when already on it, or after a final
+        :meth:`stop`)."""
+        if not self.in_reaper():
+            with self._lock:
+                if not self._closed:
+                    self._ensure_started()
+                    self._posted.append(fn)
+                    self._wake()
+                    return
+        self._safely(fn)
 
     def call_later(self, delay: float, fn: Callable[[], None]) -> Timer:
-        """Run ``fn()`` on the reaper thread after ``delay`` seconds."""
+        """Run ``fn()`` on the reaper thread after ``delay`` seconds (never after a final
+        :meth:`stop`: the timer comes back cancelled)."""
         timer = Timer(time.monotonic() + max(0.0, delay), fn)
         with self._lock:
+            if self._closed:
+                timer.cancel()
+                return timer
             self._ensure_started()
             if len(self._timers) >= self._prune_at:
                 self._prune()
@@ -90,7 +97,10 @@ class Reaper:
     def watch(self, pid: int, on_exit: Callable[[], None]) -> None:
         """Call ``on_exit()`` on the reaper thread once process ``pid`` (a child) has exited.
 
-        The process is not reaped: ``on_exit`` reaps it (``Popen.wait``)."""
+        The process is not reaped: ``on_exit`` reaps it (``Popen.wait``). Raises
+        RuntimeError after a final :meth:`stop`."""
+        if self._closed:
+            raise RuntimeError("the watcher is stopped for good")
         pidfd = None
         if HAVE_PIDFD:
             try:
@@ -107,11 +117,12 @@ class Reaper:
             self._waiters = [t for t in self._waiters if t.is_alive()] + [waiter]
         waiter.start()
 
-    def stop(self, timeout: float = JOIN_TIMEOUT) -> None:
+    def stop(self, timeout: float = JOIN_TIMEOUT, final: bool = False) -> None:
         """End the thread and join it (not when called from the thread itself). Posted
         calls still run, and so do pending timers, early: nothing waits for a time that
-        would never come."""
+        would never come. ``final``: the thread never starts again."""
         with self._lock:
+            self._closed = self._closed or final
             thread, self._thread = self._thread, None
             waiters, self._waiters = self._waiters, []
             if thread is None:

@@ -11,6 +11,7 @@ processes end with it (use run_in_background for work that should go on).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -19,7 +20,7 @@ import subprocess
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from .output import OutputFile
 from .reaper import JOIN_TIMEOUT, Reaper, Timer
@@ -53,6 +54,10 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class Closed(RuntimeError):
+    """The shell tools are closed: nothing starts any more."""
 
 
 class Shell:
@@ -118,7 +123,10 @@ class Runtime:
         self._ids = itertools.count(1)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_threads: set[int] = set()
+        self.closing = False  # set first by close(): no command starts from then on
         self.closed = False  # after the owner's end nothing starts a thread again
+        self._starting = 0   # commands between the closing check and their registration
+        self._idle = threading.Condition(self.lock)
 
     # -- the pool -----------------------------------------------------------------------------
 
@@ -159,6 +167,23 @@ class Runtime:
         return outer
 
     # -- starting -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Start a command inside this block (spawn, timer, registration): a :meth:`close`
+        waits for the block, so what starts is stopped with the rest. Raises :class:`Closed`
+        once closing."""
+        with self.lock:
+            if self.closing:
+                raise Closed("the shell tools are closed")
+            self._starting += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self._starting -= 1
+                if not self._starting:
+                    self._idle.notify_all()
 
     def spawn(self, shell: Shell, background: bool = False) -> None:
         """Start the command (``background``: adopted at once, before its end can be seen).
@@ -314,10 +339,19 @@ class Runtime:
                 with item.read_lock:
                     item.output.close()
 
+    def close(self) -> None:
+        """:meth:`stop_all` for good: commands already starting are let finish starting
+        (bounded) and stopped with the rest; none starts afterwards, and no thread either."""
+        with self.lock:
+            self.closing = True
+            self._idle.wait_for(lambda: not self._starting, JOIN_TIMEOUT)
+        self.stop_all()
+        self.closed = True
+
     def shutdown_threads(self) -> None:
         """Join the reaper (its pending timers run early, on the pool), then the pool."""
         if not self.active:
-            self.reaper.stop(JOIN_TIMEOUT)
+            self.reaper.stop(JOIN_TIMEOUT, final=self.closing)
         with self.lock:
             pool, self._pool = self._pool, None
         if pool is not None:

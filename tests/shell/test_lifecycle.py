@@ -143,3 +143,56 @@ def test_cancelled_timers_do_not_pile_up(make_shell):
         shell._runtime.reaper.call_later(120, lambda: None).cancel()
     assert shell.bash({"command": "echo ok"}) == ("ok", False)
     assert len(shell._runtime.reaper._timers) < 1100
+
+
+def _closing_validator(holder):
+    def validator(command, cwd):
+        holder["shell"].close()  # the close lands between the gates and the start
+        return True
+    return validator
+
+
+def test_a_command_that_starts_while_the_tools_close_is_refused(make_shell, tasks):
+    holder = {}
+    shell = holder["shell"] = make_shell(tasks=tasks, validator=_closing_validator(holder))
+    assert shell.bash({"command": "sleep 1000", "timeout": 0.2}) == \
+        ("Error: the shell tools are closed", True)
+    assert shell.shells == [] and shell.background_pids() == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("raider-shell")]
+
+
+def test_a_monitor_that_starts_while_the_tools_close_is_refused(make_shell, tasks):
+    holder = {}
+    shell = holder["shell"] = make_shell(tasks=tasks, validator=_closing_validator(holder),
+                                         monitor_min_timeout=0.1)
+    assert shell.monitor({"description": "m", "command": "sleep 1000", "timeout_ms": 60000}) == \
+        ("Error: the shell tools are closed", True)
+    assert shell.background_pids() == [] and tasks.entries() == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("raider-shell")]
+
+
+def test_close_racing_commands_from_other_threads_leaves_nothing(make_shell):
+    for background in (True, False, True, False):
+        _close_while_commands_start(make_shell(), background)
+
+
+def _close_while_commands_start(shell, background):
+    stop = threading.Event()
+    answered = []
+
+    def loop():
+        while not stop.is_set():
+            text, _ = shell.bash({"command": "sleep 0.02", "run_in_background": background})
+            answered.append(text)
+            if text.startswith("Error"):
+                return
+    threads = [threading.Thread(target=loop) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    assert wait_until(lambda: len(answered) >= 4, timeout=5)
+    shell.close()
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    assert wait_until(lambda: not [t for t in threading.enumerate()
+                                   if t.name.startswith("raider-shell")], timeout=5)
