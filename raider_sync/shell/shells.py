@@ -312,9 +312,9 @@ class Runtime:
                 signal_group(shell.proc.pid, signal.SIGKILL)
 
     def stop_all(self, grace: float | None = None) -> None:
-        """Stop every running shell and monitor, wait for their ends (bounded), release
-        the output files and join the threads. Blocks for about ``grace`` s at most when
-        something ignores SIGTERM."""
+        """Stop every running shell and monitor, wait for their ends (bounded) and join
+        the threads. Blocks for about ``grace`` s at most when something ignores SIGTERM.
+        What the shells wrote stays readable (bash_output) until :meth:`close`."""
         grace = self.kill_grace if grace is None else grace
         in_reaper = self.reaper.in_reaper()
         if in_reaper:
@@ -332,12 +332,6 @@ class Runtime:
         for monitor in monitors:
             monitor.join(grace + STOP_SLACK)
         self.shutdown_threads()
-        with self.lock:
-            ended = list(self.shells.values()) + list(self.monitors.values())
-        for item in ended:
-            if not item.running and item.output is not None:
-                with item.read_lock:
-                    item.output.close()
 
     def close(self) -> None:
         """:meth:`stop_all` for good: commands already starting are let finish starting
@@ -347,6 +341,12 @@ class Runtime:
             self._idle.wait_for(lambda: not self._starting, JOIN_TIMEOUT)
         self.stop_all()
         self.closed = True
+        with self.lock:
+            ended = list(self.shells.values()) + list(self.monitors.values())
+        for item in ended:  # release the output files nobody can read any more
+            if not item.running and item.output is not None:
+                with item.read_lock:
+                    item.output.close()
 
     def shutdown_threads(self) -> None:
         """Join the reaper (its pending timers run early, on the pool), then the pool."""

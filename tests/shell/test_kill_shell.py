@@ -92,3 +92,17 @@ def test_stop_all_leaves_no_process(shell):
     assert [s.status for s in shell.shells] == ["killed"] * 3
     # still usable afterwards
     assert shell.bash({"command": "echo again"}) == ("again", False)
+
+
+def test_stop_all_keeps_the_unread_output_of_shells(shell):
+    shell.bash({"command": "echo finished earlier", "run_in_background": True})
+    shell.bash({"command": "echo stopped now; exec sleep 1000", "run_in_background": True})
+    assert wait_until(lambda: shell.shells[0].status == "completed"
+                      and shell.shells[1].output.size() > 0, 5)
+    shell.stop_all()  # the object stays usable: what the shells wrote is still there to read
+    assert shell.bash_output({"bash_id": "bash_1"}) == (
+        "<status>completed</status>\n<exit_code>0</exit_code>\n<stdout>\nfinished earlier\n</stdout>",
+        False)
+    assert shell.bash_output({"bash_id": "bash_2"}) == (
+        "<status>killed</status>\n<exit_code>143</exit_code>\n<stdout>\nstopped now\n</stdout>",
+        False)
