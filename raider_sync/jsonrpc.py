@@ -265,8 +265,16 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - a handler's failure is the peer's answer
             log.exception("%s: handler for %s failed", self.name, method)
             reply = _error_reply(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+        self._send_reply(reply, method)
+
+    def _send_reply(self, reply: dict, method: str) -> None:
         try:
             self.transport.send(reply)
+        except (TypeError, ValueError) as exc:  # JSON cannot carry it: the peer must not wait
+            log.warning("%s: the answer to %s cannot be sent as JSON: %s", self.name, method, exc)
+            if "result" in reply:
+                self._send_reply(_error_reply(reply["id"], INTERNAL_ERROR,
+                                              f"the answer cannot be sent as JSON: {exc}"), method)
         except Exception as exc:  # noqa: BLE001
             log.debug("%s: answer to %s not sent: %s", self.name, method, exc)
 

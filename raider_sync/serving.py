@@ -14,9 +14,10 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-from .errors import McpError, UnknownTool
+from .errors import McpError, ToolTimeout, UnknownTool
 from .jsonrpc import MethodNotFound, Session
 from .protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
+from .toolserver import text_result
 from .transports.stream import StreamTransport
 
 PAGE_SIZE = 100
@@ -62,11 +63,13 @@ class ServedSession:
         if method == "tools/call":
             token = (params.get("_meta") or {}).get("progressToken")
             on_progress = None if token is None else self._progress_sender(token)
-            try:
-                return server.call_tool_f(params.get("name", ""), params.get("arguments") or {},
-                                          on_progress=on_progress).result()
+            try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
+                return server.call_tool(params.get("name", ""), params.get("arguments") or {},
+                                        on_progress=on_progress)
             except UnknownTool as exc:
                 raise McpError(-32602, str(exc)) from None
+            except ToolTimeout as exc:
+                return text_result(str(exc), is_error=True)
         if method == "resources/list" and server.has_resources:
             return self._page(server.list_resources(), "resources", params)
         if method == "resources/templates/list" and server.has_resources:

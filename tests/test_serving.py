@@ -178,3 +178,50 @@ def test_served_progress_reaches_a_raider_client():
                                   on_progress=lambda *a: seen.append(a))
     assert result.text.startswith("waited")
     assert seen == [(1, 3, "step 1 of 3"), (2, 3, "step 2 of 3"), (3, 3, "step 3 of 3")]
+
+
+AWKWARD = textwrap.dedent('''
+    import time
+    from raider_sync.serving import serve_stdio
+    from raider_sync.toolserver import ToolServer
+
+    tools = ToolServer("awkward", call_timeout=0.3)
+    tools.add_tool("slow", lambda: time.sleep(30) or "late", description="never in time")
+    tools.add_tool("surrogate", lambda: "half a pair: \\ud800", description="a lone surrogate")
+    tools.add_tool("nan", lambda: {"content": [], "structuredContent": {"x": float("nan")}},
+                   description="what JSON cannot carry")
+    serve_stdio(tools)
+''')
+
+
+@pytest.fixture
+def awkward(tmp_path):
+    from raider_sync import McpConfig, McpServer
+    script = tmp_path / "awkward.py"
+    script.write_text(AWKWARD)
+    spec = McpConfig.from_dict({"mcpServers": {"awkward": {
+        "command": sys.executable, "args": [str(script)]}}}).server("awkward")
+    server = McpServer(spec, kill_grace=0.2)
+    server.start_f().result(TIMEOUT)
+    assert server.status == "connected", server.reason
+    yield server
+    server.stop()
+
+
+def test_a_served_call_is_bounded_by_the_tool_servers_call_timeout(awkward):
+    import time
+    started = time.monotonic()
+    result = awkward.call_tool("mcp__awkward__slow", {}, timeout=10)
+    assert result["isError"] and "timed out after 0.3 s" in result.text
+    assert time.monotonic() - started < 3
+
+
+def test_a_served_answer_json_cannot_carry_as_it_is_still_arrives(awkward):
+    import time
+    from raider_sync import McpError
+    started = time.monotonic()
+    assert awkward.call_tool("mcp__awkward__surrogate", {}, timeout=10).text == \
+        "half a pair: \ud800"
+    with pytest.raises(McpError, match="cannot be sent as JSON"):
+        awkward.call_tool("mcp__awkward__nan", {}, timeout=10)
+    assert time.monotonic() - started < 3

@@ -1,10 +1,22 @@
 """The interface every transport implements."""
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Optional
 
 Deliver = Callable[[Any], None]
 Closed = Callable[[BaseException], None]
+
+
+def encode_message(message: Any) -> bytes:
+    """One message as compact UTF-8 JSON. Raises ValueError (NaN, infinities) or TypeError
+    (objects) for what JSON cannot carry, before anything is sent; a lone surrogate, which
+    UTF-8 cannot carry, is sent escaped (still valid JSON)."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
 
 
 class Transport:

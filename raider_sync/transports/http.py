@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping
 import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
-from .base import Closed, Deliver, Transport
+from .base import Closed, Deliver, Transport, encode_message
 from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, excerpt,
                           media_type)
 from .sse_events import SseParser
@@ -130,7 +130,7 @@ class StreamableHttpTransport(Transport):
         Raises ConnectionClosed once closed, TransportError when the server refuses it."""
         if self._closing:
             raise ConnectionClosed(f"the connection to MCP server {self.name!r} is closed")
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        body = encode_message(message)
         request_id = message.get("id") if "method" in message else None
         try:
             self._post(body, request_id, deadline)

@@ -22,7 +22,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from ..errors import ConnectionClosed, TransportError
-from .base import Closed, Deliver, Transport
+from .base import Closed, Deliver, Transport, encode_message
 from .http_common import JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, media_type
 from .sse_events import SseParser
 
@@ -91,7 +91,7 @@ class LegacySseTransport(Transport):
         endpoint = self.endpoint
         if self._closing or endpoint is None:
             raise ConnectionClosed(f"the connection to MCP server {self.name!r} is closed")
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        body = encode_message(message)
         try:
             response = self.channel.request("POST", endpoint, extra_headers={
                 "Content-Type": JSON_TYPE, "Accept": JSON_TYPE}, deadline=deadline, data=body)

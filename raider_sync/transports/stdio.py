@@ -18,7 +18,7 @@ import threading
 import time
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout
-from .base import Closed, Deliver, Transport
+from .base import Closed, Deliver, Transport, encode_message
 
 STDERR_TAIL_LINES = 50
 _STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
@@ -53,13 +53,8 @@ def wait_exit(proc: subprocess.Popen, seconds: float) -> bool:
 
 
 def encode_line(message: dict) -> bytes:
-    """One message as one line of UTF-8 JSON. Raises ValueError (NaN, infinities) or TypeError
-    (objects) for what JSON cannot carry, before anything is written."""
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        return text.encode() + b"\n"
-    except UnicodeEncodeError:  # a lone surrogate: escaped it is still valid JSON
-        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+    """One message as one line of UTF-8 JSON (see :func:`encode_message`)."""
+    return encode_message(message) + b"\n"
 
 
 class StdioTransport(Transport):

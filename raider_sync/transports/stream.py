@@ -12,6 +12,7 @@ from typing import BinaryIO
 
 from ..errors import ConnectionClosed
 from .base import Closed, Deliver, Transport
+from .stdio import encode_line
 
 log = logging.getLogger("raider_sync.transports.stream")
 
@@ -34,7 +35,9 @@ class StreamTransport(Transport):
         self._thread.start()
 
     def send(self, message: dict, *, deadline: float | None = None) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        """Write one message line. Raises ValueError/TypeError for what JSON cannot carry
+        (nothing is written), ConnectionClosed when the writer is closed or broken."""
+        data = encode_line(message)
         try:
             with self._lock:
                 if self._closed:
