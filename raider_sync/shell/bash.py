@@ -115,15 +115,10 @@ class BashTools:
     def bash_f(self, inp: dict, caller: CallerLike = None) -> Future:
         """:meth:`bash` as a future of ``(text, is_error)``."""
         caller = as_caller(caller)
-        command = inp.get("command")
-        if not isinstance(command, str) or not command.strip():
-            return resolved(("Error: command must be a non-empty string", True))
-        if not self._finalizer.alive:
-            return resolved((CLOSED, True))
-        cwd = caller.working_directory or self.working_directory
-        refused = self._refusal(command, cwd)
-        if refused:
-            return resolved((refused, True))
+        admitted = self._admit(inp, caller)
+        if isinstance(admitted, Future):
+            return admitted
+        command, cwd = admitted
         shell = Shell(command, str(inp.get("description") or ""), cwd, caller)
         try:
             with self._runtime.starting():  # a close() meanwhile waits, then stops it
@@ -243,15 +238,10 @@ class BashTools:
         if self.tasks is None:
             return resolved(("Error: monitor needs a task registry (tasks)", True))
         caller = as_caller(caller)
-        command = inp.get("command")
-        if not isinstance(command, str) or not command.strip():
-            return resolved(("Error: command must be a non-empty string", True))
-        if not self._finalizer.alive:
-            return resolved((CLOSED, True))
-        cwd = caller.working_directory or self.working_directory
-        refused = self._refusal(command, cwd)
-        if refused:
-            return resolved((refused, True))
+        admitted = self._admit(inp, caller)
+        if isinstance(admitted, Future):
+            return admitted
+        command, cwd = admitted
         timeout = self.monitor_seconds(inp.get("timeout_ms"))
         try:
             with self._runtime.starting():  # a close() meanwhile waits, then stops it
@@ -362,9 +352,21 @@ class BashTools:
                                    "monitor_f"))
         return specs
 
-    def _refusal(self, command: str, cwd: str | None) -> str | None:
-        return refusal(command, cwd or os.getcwd(), allowed=self.allowed_commands,
-                       validator=self.validator)
+    def _admit(self, inp: dict, caller: Caller) -> tuple[str, str | None] | Future:
+        """The way in of bash and monitor alike: ``(command, working directory)`` once the
+        command is there, the tools are open and the gates let it run; else the future of
+        the error result."""
+        command = inp.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return resolved(("Error: command must be a non-empty string", True))
+        if not self._finalizer.alive:
+            return resolved((CLOSED, True))
+        cwd = caller.working_directory or self.working_directory
+        refused = refusal(command, cwd or os.getcwd(), allowed=self.allowed_commands,
+                          validator=self.validator)
+        if refused:
+            return resolved((refused, True))
+        return command, cwd
 
     def _find(self, task_id: str) -> Shell | Monitor | None:
         with self._runtime.lock:

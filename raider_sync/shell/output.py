@@ -111,15 +111,7 @@ def _anonymous_file(directory: str) -> int:
 
 def read_text(fd: int, start: int, end: int) -> str:
     """All of bytes ``start..end`` decoded (for small regions)."""
-    parts = []
-    pos = start
-    while pos < end:
-        chunk = os.pread(fd, min(CHUNK, end - pos), pos)
-        if not chunk:
-            break
-        parts.append(chunk)
-        pos += len(chunk)
-    return b"".join(parts).decode("utf-8", "replace")
+    return read_bytes(fd, start, end).decode("utf-8", "replace")
 
 
 def clip_region(fd: int, start: int, end: int, limit: int) -> str:
@@ -166,6 +158,7 @@ def clip_region(fd: int, start: int, end: int, limit: int) -> str:
 
 
 def read_bytes(fd: int, start: int, end: int) -> bytes:
+    """All of bytes ``start..end`` (for small regions)."""
     parts = []
     pos = start
     while pos < end:
