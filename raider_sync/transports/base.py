@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Callable, Optional
 
 Deliver = Callable[[Any], None]
@@ -17,6 +18,23 @@ def encode_message(message: Any) -> bytes:
         return text.encode()
     except UnicodeEncodeError:
         return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+
+
+def deliver_json(data: str | bytes, deliver: "Deliver", log: logging.Logger, name: str,
+                 where: str) -> Any:
+    """Parse one received message and hand it to ``deliver``; the message, or None when
+    ``data`` is not JSON. What is not JSON, and what ``deliver`` fails on, is logged and
+    skipped: a reader outlives a bad message."""
+    try:
+        message = json.loads(data)
+    except ValueError:
+        log.warning("%s: skipped %s that is not JSON: %.200r", name, where, data)
+        return None
+    try:
+        deliver(message)
+    except Exception:  # noqa: BLE001 - the reader must outlive a bad message
+        log.exception("%s: a message could not be handled", name)
+    return message
 
 
 class Transport:

@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping
 import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
-from .base import Closed, Deliver, Transport, encode_message
+from .base import Closed, Deliver, Transport, deliver_json, encode_message
 from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, excerpt,
                           media_type)
 from .sse_events import SseParser
@@ -323,16 +323,8 @@ class StreamableHttpTransport(Transport):
             for event in events:
                 if event.event != "message":
                     continue
-                try:
-                    message = json.loads(event.data)
-                except ValueError:
-                    log.warning("%s: skipped an event whose data is not JSON: %.200r",
-                                self.name, event.data)
-                    continue
-                try:
-                    self._deliver(message)  # type: ignore[misc]
-                except Exception:  # noqa: BLE001 - the reader must outlive a bad message
-                    log.exception("%s: a message could not be handled", self.name)
+                message = deliver_json(event.data, self._deliver,  # type: ignore[arg-type]
+                                       log, self.name, "an event")
                 if request_id is not None and _answers(message, request_id):
                     self.channel.drain(response, DRAIN_SECONDS)
                     return True

@@ -12,7 +12,6 @@ request with it.
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,7 +21,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from ..errors import ConnectionClosed, TransportError
-from .base import Closed, Deliver, Transport, encode_message
+from .base import Closed, Deliver, Transport, deliver_json, encode_message
 from .http_common import JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, media_type
 from .sse_events import SseParser
 
@@ -127,16 +126,7 @@ class LegacySseTransport(Transport):
                     if self._refusal is not None:
                         return
                 elif event.event == "message":
-                    try:
-                        message = json.loads(event.data)
-                    except ValueError:
-                        log.warning("%s: skipped an event whose data is not JSON: %.200r",
-                                    self.name, event.data)
-                        continue
-                    try:
-                        deliver(message)
-                    except Exception:  # noqa: BLE001 - the reader must outlive a bad message
-                        log.exception("%s: a message could not be handled", self.name)
+                    deliver_json(event.data, deliver, log, self.name, "an event")
         finally:
             self._endpoint_known.set()
         if not self._closing and self.endpoint is not None:  # before that, start() raises

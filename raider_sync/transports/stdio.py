@@ -8,7 +8,6 @@ stopping it reaches ``npx``/``uvx`` wrappers and whatever they started.
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import os
 import select
@@ -18,7 +17,7 @@ import threading
 import time
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout
-from .base import Closed, Deliver, Transport, encode_message
+from .base import Closed, Deliver, Transport, deliver_json, encode_message
 
 STDERR_TAIL_LINES = 50
 _STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
@@ -234,18 +233,8 @@ class StdioTransport(Transport):
         try:
             for line in stdout:  # type: ignore[union-attr]
                 line = line.strip()
-                if not line:
-                    continue
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    self.log.warning("%s: skipped a line on stdout that is not JSON: %.200r",
-                                     self.name, line)
-                    continue
-                try:
-                    deliver(message)
-                except Exception:  # noqa: BLE001 - the reader must outlive a bad message
-                    self.log.exception("%s: a message could not be handled", self.name)
+                if line:
+                    deliver_json(line, deliver, self.log, self.name, "a line on stdout")
         except (OSError, ValueError):
             pass  # the pipe was closed under us: we are stopping
         if self._closing:

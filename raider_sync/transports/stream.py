@@ -5,13 +5,12 @@ child process instead.
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from typing import BinaryIO
 
 from ..errors import ConnectionClosed
-from .base import Closed, Deliver, Transport
+from .base import Closed, Deliver, Transport, deliver_json
 from .stdio import encode_line
 
 log = logging.getLogger("raider_sync.transports.stream")
@@ -61,17 +60,8 @@ class StreamTransport(Transport):
         try:
             for line in self.reader:
                 line = line.strip()
-                if not line:
-                    continue
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    log.warning("%s: skipped a line that is not JSON: %.200r", self.name, line)
-                    continue
-                try:
-                    deliver(message)
-                except Exception:  # noqa: BLE001
-                    log.exception("%s: a message could not be handled", self.name)
+                if line:
+                    deliver_json(line, deliver, log, self.name, "a line")
         except (OSError, ValueError):
             pass
         closed(ConnectionClosed(f"{self.name}: input ended"))
