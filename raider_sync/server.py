@@ -647,7 +647,6 @@ class McpServer:
         return NotConnected(f"MCP server {self.name!r} is not connected ({self._status}{why})")
 
 
-@atexit.register
 def _stop_forgotten_servers() -> None:
     """Kill the processes of servers a program forgot to stop."""
     for server in list(_live):
@@ -655,3 +654,12 @@ def _stop_forgotten_servers() -> None:
             server.kill_now()
         except Exception:  # noqa: BLE001
             pass
+
+
+# At exit the interpreter joins every pool thread before atexit hooks run; a pool thread still
+# reading the answer of a pending call would hold the exit until the call's deadline. The
+# threading hook runs before that join (hooks run newest first; concurrent.futures registered
+# its join when it was imported, before this module); atexit is the fallback.
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(_stop_forgotten_servers)  # type: ignore[attr-defined]
+atexit.register(_stop_forgotten_servers)

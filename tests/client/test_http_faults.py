@@ -326,3 +326,25 @@ def test_on_tools_changed_may_list_the_tools_after_a_session_renewal(fake, conne
     assert seen.wait(WAIT)
     assert time.monotonic() - started < 4
     assert listed and "mcp__fault__echo" in listed[0]
+
+
+def test_a_program_that_forgets_stop_exits_without_waiting_for_a_pending_call(fake):
+    """The atexit clean-up runs before the interpreter joins pool threads: a stream reader
+    waiting for a long call's answer must not hold the exit until the call's deadline."""
+    import subprocess
+    server = fake()
+    script = (
+        "from raider_sync import McpConfig, McpServer\n"
+        f"spec = McpConfig.from_dict({{'mcpServers': {{'f': {{'type': 'http', "
+        f"'url': {server.url!r}}}}}}}).server('f')\n"
+        "s = McpServer(spec)\n"
+        "s.start_f().result(10)\n"
+        "print(s.status, flush=True)\n"
+        "s.call_tool_f('endless', {}, timeout=60)\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=30)
+    assert done.stdout.strip() == "connected", done.stderr
+    poll(lambda: any(m == "POST" and b.get("method") == "tools/call"
+                     for m, _p, _h, b in server.seen), what="the call reached the server")
+    assert time.monotonic() - started < 15
