@@ -65,7 +65,8 @@ def fetch_all_pages(request: Callable[[dict | None, float], dict], field: str,
 
     ``request(params, seconds)`` sends one page's request and blocks for its result; the
     cursor is followed until the answer has no ``nextCursor`` (or repeats one), all pages
-    within ``timeout`` seconds in all.
+    within ``timeout`` seconds in all. Raises McpError for a page that is not an object with
+    a list under ``field``.
     """
     deadline = time.monotonic() + timeout
     items: list = []
@@ -74,7 +75,11 @@ def fetch_all_pages(request: Callable[[dict | None, float], dict], field: str,
     for _ in range(MAX_PAGES):
         result = request({"cursor": cursor} if cursor else None,
                          max(0.0, deadline - time.monotonic()))
-        items.extend(result.get(field) or [])
+        page = result.get(field) if isinstance(result, dict) else None
+        if not isinstance(page, (list, type(None))) or not isinstance(result, dict):
+            raise McpError(-32603, f"a page of {field} is not an object with a list of "
+                                   f"{field}: {str(result)[:100]}")
+        items.extend(page or [])
         cursor = result.get("nextCursor")
         if not cursor or cursor in seen:
             break
