@@ -53,6 +53,19 @@ def expand_vars(text: str, env: Mapping[str, str], missing: set[str]) -> str:
     return _VAR.sub(sub, text)
 
 
+def find_named(items, name: str):
+    """The first of ``items`` (anything with ``name`` and ``key``) named ``name``, else the
+    first whose key is ``name`` (``plugin:a:b`` is also found as ``plugin_a_b``), else None."""
+    items = list(items)
+    for item in items:
+        if item.name == name:
+            return item
+    for item in items:
+        if item.key == name:
+            return item
+    return None
+
+
 class ServerSpec(BaseModel):
     """One entry of ``mcpServers``: what a server is started or reached with.
 
@@ -144,12 +157,9 @@ class McpConfig:
     def server(self, name: str) -> ServerSpec:
         """The spec named ``name`` (or whose key is ``name``). Raises ConfigError listing the
         configured names for an unknown one."""
-        for spec in self.servers:
-            if spec.name == name:
-                return spec
-        for spec in self.servers:
-            if spec.key == name:
-                return spec
+        spec = find_named(self.servers, name)
+        if spec is not None:
+            return spec
         known = ", ".join(self.names()) or "none"
         raise ConfigError(f"no MCP server named {name!r} is configured (configured: {known})")
 

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import McpConfig, ServerSpec
+from .config import McpConfig, ServerSpec, find_named
 from .errors import UnknownServer, UnknownTool
 from .futures import all_done, failed, then
 from .notebook import hub_html
@@ -104,12 +104,9 @@ class McpHub:
         """The client of the server named ``name`` (as configured, or by its key). Raises
         UnknownServer, whose message lists the configured servers."""
         clients = self.clients
-        for client in clients:
-            if client.name == name:
-                return client
-        for client in clients:
-            if client.key == name:
-                return client
+        client = find_named(clients, name)
+        if client is not None:
+            return client
         raise UnknownServer(f'Server "{name}" not found. Available servers: '
                             f'{", ".join(c.name for c in clients)}')
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .config import find_named
 from .errors import NotConnected, RaiderError, RequestTimeout, UnknownServer
 from .futures import all_done, failed, resolved, then
 from .toolserver import ToolServer
@@ -91,12 +92,9 @@ class Resources:
         """The server named ``name`` (as configured, or by its key). Raises UnknownServer,
         whose message lists the available servers."""
         servers = self.servers()
-        for server in servers:
-            if server.name == name:
-                return server
-        for server in servers:
-            if server.key == name:
-                return server
+        server = find_named(servers, name)
+        if server is not None:
+            return server
         raise UnknownServer(f'Server "{name}" not found. Available servers: '
                             f'{", ".join(s.name for s in servers)}')
 
