@@ -148,21 +148,25 @@ class Runtime:
         """A future of ``fn()`` run on the pool once ``done`` is done or ``timeout`` s
         passed, whichever comes first; no thread waits meanwhile."""
         outer: Future = Future()
-        if self.closed:  # no thread to wait on: answer now
+        if self.closing:  # no thread will wait on it: answer now
             _settle(outer, fn)
             return outer
         claimed = threading.Lock()
+        timers: list[Timer] = []
 
         def go(_=None) -> None:
             if not claimed.acquire(blocking=False):
                 return
-            timer.cancel()
+            for timer in timers:
+                timer.cancel()
             try:
                 self.submit(lambda: _settle(outer, fn))
             except RuntimeError:  # the pool is shutting down: answer here
                 _settle(outer, fn)
 
-        timer = self.reaper.call_later(timeout, go)
+        timers.append(self.reaper.call_later(timeout, go))
+        if timers[0].cancelled:  # the watcher stopped for good meanwhile: no timer will come
+            go()
         done.add_done_callback(go)
         return outer
 

@@ -224,3 +224,12 @@ def test_stop_all_ends_a_blocked_wait_for_an_agent(shell, tasks):
     shell.stop_all()
     assert future.result(5) == ("<status>running</status>", False)
     assert time.monotonic() - started < 5
+
+
+def test_a_blocked_wait_that_comes_as_the_tools_close_is_answered(shell, tasks):
+    # the moment between the watcher's final stop and the end of close(): no timer runs
+    # any more, so the wait must not rely on one
+    tasks.register("agent")
+    shell._runtime.reaper.stop(final=True)
+    future = shell.bash_output_f({"bash_id": "agent_1", "block": True, "timeout": 60})
+    assert future.result(5) == ("<status>running</status>", False)
