@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -19,7 +17,7 @@ import time
 
 import requests
 
-from .common import SDK_SERVER, ms, p50, ratio, table
+from .common import SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table
 
 WARMUP = 50
 CALLS = 400
@@ -30,45 +28,6 @@ KEY = "bench-key-0123456789"
 VERSION = "2025-06-18"
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "hello"}}}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[:3]} exited with {proc.returncode}")
-        with socket.socket() as sock:
-            sock.settimeout(0.2)
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listened on port {port} within {timeout} s")
-
-
-def _start(command: list[str], port: int, env: dict | None = None) -> subprocess.Popen:
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
-    try:
-        _wait_for_port(port, proc)
-    except BaseException:
-        _stop(proc)
-        raise
-    return proc
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
 
 
 class Client:
@@ -151,9 +110,9 @@ def throughput(url: str) -> float:
 
 
 def main() -> None:
-    server_port, relay_port = _free_port(), _free_port()
-    server = _start([sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"],
-                    server_port)
+    server_port, relay_port = free_port(), free_port()
+    server = start_listening(
+        [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
     direct = f"http://127.0.0.1:{server_port}/mcp"
     with tempfile.TemporaryDirectory(prefix="raider-bench-gateway-") as folder:
         config = os.path.join(folder, "gateway.json")
@@ -162,9 +121,10 @@ def main() -> None:
                        "keys": [{"id": "bench", "env": "RAIDER_BENCH_KEY", "servers": ["sdk"]}]}, fh)
         relay = None
         try:
-            relay = _start([sys.executable, "-m", "raider_sync.gateway", "--config", config,
-                            "--listen", f"127.0.0.1:{relay_port}", "--threads", str(CLIENTS)],
-                           relay_port, env={"RAIDER_BENCH_KEY": KEY})
+            relay = start_listening(
+                [sys.executable, "-m", "raider_sync.gateway", "--config", config,
+                 "--listen", f"127.0.0.1:{relay_port}", "--threads", str(CLIENTS)],
+                relay_port, env={"RAIDER_BENCH_KEY": KEY})
             relayed = f"http://127.0.0.1:{relay_port}/mcp/sdk"
             started = time.monotonic()
             lat = {"direct": [], "relay": []}
@@ -176,8 +136,8 @@ def main() -> None:
             took = time.monotonic() - started
         finally:
             if relay is not None:
-                _stop(relay)
-            _stop(server)
+                stop_process(relay)
+            stop_process(server)
     d_lat, r_lat = min(lat["direct"]), min(lat["relay"])
     d_rps, r_rps = max(rps["direct"]), max(rps["relay"])
     added = r_lat - d_lat

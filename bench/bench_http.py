@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
 import subprocess
 import sys
 import threading
@@ -29,7 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from raider_sync import McpConfig, McpServer
 
-from .common import SDK_SERVER, ms, p50, ratio, table, timed
+from .common import (SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table,
+                     timed)
 
 WARMUP = 50
 CALLS = 150
@@ -38,37 +37,10 @@ ARGS = {"message": "hello"}
 VERSION = "2025-11-25"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start_server(flags: list[str]) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, SDK_SERVER, "streamable-http", str(port), *flags],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the SDK server exited with {proc.returncode}")
-        with socket.socket() as sock:
-            sock.settimeout(0.2)
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, f"http://127.0.0.1:{port}/mcp"
-        time.sleep(0.05)
-    _stop_server(proc)
-    raise TimeoutError("the SDK server did not listen within 30 s")
-
-
-def _stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+    port = free_port()
+    proc = start_listening([sys.executable, SDK_SERVER, "streamable-http", str(port), *flags], port)
+    return proc, f"http://127.0.0.1:{port}/mcp"
 
 
 # -- the floor: requests, nothing else ---------------------------------------------------
@@ -190,7 +162,7 @@ def measure_mode(label: str, flags: list[str]) -> dict[str, float]:
         for client in (raider, sdk, floor):
             if client is not None:
                 (client.stop if isinstance(client, McpServer) else client.close)()
-        _stop_server(proc)
+        stop_process(proc)
 
 
 def main() -> None:

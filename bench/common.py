@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import time
 
@@ -49,3 +51,42 @@ def table(title: str, rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  " + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)))
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_listening(command: list[str], port: int, env: dict | None = None,
+                    timeout: float = 30.0) -> subprocess.Popen:
+    """Start a server process and wait (bounded) until it listens on ``port``."""
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{command[:3]} exited with {proc.returncode}")
+            with socket.socket() as sock:
+                sock.settimeout(0.2)
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    return proc
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listened on port {port} within {timeout} s")
+            time.sleep(0.05)
+    except BaseException:
+        stop_process(proc)
+        raise
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 10 s; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
