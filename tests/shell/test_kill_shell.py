@@ -79,13 +79,19 @@ def test_stopping_through_the_registry(shell, tasks):
 
 
 def test_stop_all_leaves_no_process(shell):
+    me = psutil.Process()
+    # servers that session fixtures of this worker started are not the shell's
+    before = {p.pid for p in me.children(recursive=True)}
+
+    def started():
+        return [p.pid for p in me.children(recursive=True) if p.pid not in before]
+
     for _ in range(3):
         shell.bash({"command": "sleep 1000 & sleep 1000; wait", "run_in_background": True})
     foreground = shell.bash_f({"command": "sleep 1000"})
-    me = psutil.Process()
     # generous bounds: on a loaded machine ten processes can take a while to appear
-    assert wait_until(lambda: len(me.children(recursive=True)) >= 10, 30)
-    descendants = [p.pid for p in me.children(recursive=True)]
+    assert wait_until(lambda: len(started()) >= 10, 30)
+    descendants = started()
     shell.stop_all()
     assert foreground.result(30) == ("Exit code 143", True)
     assert wait_until(lambda: all(gone(pid) for pid in descendants), 30)  # SIGKILL lands soon
