@@ -23,6 +23,7 @@ CALLS = 400
 WARMUP = 50
 CALLERS = 16
 CALLS_PER_CALLER = 50
+ROUNDS = 3  # throughput is the best of this many rounds on one connection, for both clients
 ARGS = {"message": "hello"}
 
 
@@ -50,22 +51,27 @@ def raider_calls(command: list[str]) -> tuple[float, float]:
             server.call_tool(tool, ARGS)
         sequential = p50(timed(lambda: server.call_tool(tool, ARGS), CALLS))
 
-        barrier = threading.Barrier(CALLERS + 1)
-
-        def caller():
-            barrier.wait()
-            for _ in range(CALLS_PER_CALLER):
-                server.call_tool(tool, ARGS)
-
-        threads = [threading.Thread(target=caller) for _ in range(CALLERS)]
-        for t in threads:
-            t.start()
-        barrier.wait()
-        started = time.perf_counter()
-        for t in threads:
-            t.join()
-        throughput = CALLERS * CALLS_PER_CALLER / (time.perf_counter() - started)
+        throughput = max(_threads_round(server, tool) for _ in range(ROUNDS))
     return sequential, throughput
+
+
+def _threads_round(server: McpServer, tool: str) -> float:
+    """Calls per second of CALLERS threads making CALLS_PER_CALLER calls each."""
+    barrier = threading.Barrier(CALLERS + 1)
+
+    def caller():
+        barrier.wait()
+        for _ in range(CALLS_PER_CALLER):
+            server.call_tool(tool, ARGS)
+
+    threads = [threading.Thread(target=caller) for _ in range(CALLERS)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for t in threads:
+        t.join()
+    return CALLERS * CALLS_PER_CALLER / (time.perf_counter() - started)
 
 
 # -- the official SDK ----------------------------------------------------------------------
@@ -105,9 +111,12 @@ async def _sdk_calls(command: list[str]) -> tuple[float, float]:
                 for _ in range(CALLS_PER_CALLER):
                     await session.call_tool("echo", ARGS)
 
-            started = time.perf_counter()
-            await asyncio.gather(*(caller() for _ in range(CALLERS)))
-            throughput = CALLERS * CALLS_PER_CALLER / (time.perf_counter() - started)
+            rates = []
+            for _ in range(ROUNDS):
+                started = time.perf_counter()
+                await asyncio.gather(*(caller() for _ in range(CALLERS)))
+                rates.append(CALLERS * CALLS_PER_CALLER / (time.perf_counter() - started))
+            throughput = max(rates)
     return p50(times), throughput
 
 
@@ -166,7 +175,7 @@ def main() -> None:
             ("connect (p50)", ms(r_connect), ms(s_connect), ratio(r_connect, s_connect), "", ""),
             ("sequential call (p50)", ms(r_seq), ms(s_seq), ratio(r_seq, s_seq), ms(s_sync),
              ratio(r_seq, s_sync)),
-            (f"throughput, {CALLERS} callers", f"{r_tput:8.0f}/s", f"{s_tput:8.0f}/s",
+            (f"throughput, {CALLERS} callers (best of {ROUNDS})", f"{r_tput:8.0f}/s", f"{s_tput:8.0f}/s",
              f"{r_tput / s_tput:5.2f}x", "", ""),
         ])
         print(f"  (throughput ratio: raider_sync / SDK, above 1.00x means raider_sync is faster; "

@@ -70,6 +70,7 @@ class McpServer:
         self.startup_timeout_ms = (startup_timeout_ms if startup_timeout_ms is not None
                                    else launch.startup_timeout_ms())
         self.base_env = dict(os.environ if base_env is None else base_env)
+        self._call_timeout = launch.call_timeout(spec)  # read once, like the other settings
         self.kill_grace = kill_grace
         self.on_status = on_status
         self.max_output_tokens = max_output_tokens or default_max_output_tokens()
@@ -141,9 +142,9 @@ class McpServer:
 
     @property
     def call_timeout(self) -> float:
-        """Seconds a call may take: the spec's ``timeout`` (ms), else MCP_TOOL_TIMEOUT (ms),
-        else 600."""
-        return launch.call_timeout(self.spec)
+        """Seconds a call may take: the spec's ``timeout`` (ms), else MCP_TOOL_TIMEOUT (ms) as
+        it was when the server object was made, else 600."""
+        return self._call_timeout
 
     @property
     def child_env(self) -> dict[str, str]:
