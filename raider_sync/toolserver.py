@@ -24,7 +24,6 @@ import json
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -32,7 +31,7 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from .config import normalize_name
 from .errors import McpError, NotConnected, ToolTimeout, UnknownTool
-from .futures import failed, resolved, then
+from .futures import Deadlines, failed, resolved, then, wait_bounded
 from .launch import DEFAULT_CALL_TIMEOUT_S
 from .notebook import ToolResult, server_html
 
@@ -126,6 +125,7 @@ class ToolServer:
         self._lock = threading.Lock()
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
+        self._deadlines = Deadlines(self.key)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -247,10 +247,11 @@ class ToolServer:
 
     def call_tool_f(self, name: str, arguments: dict | None = None, *,
                     timeout: float | None = None, on_progress=None) -> Future:
-        """A future of the tool's result dict. Fails only with UnknownTool (or NotConnected
-        after close); bad arguments and handler exceptions are ``isError`` results.
-        ``on_progress(progress, total, message)`` receives what a handler with a ``progress``
-        parameter reports."""
+        """A future of the tool's result dict. Fails with UnknownTool, NotConnected after
+        close, or ToolTimeout once ``timeout`` s (default :attr:`call_timeout`) pass; the
+        handler itself cannot be interrupted and finishes unseen. Bad arguments and handler
+        exceptions are ``isError`` results. ``on_progress(progress, total, message)``
+        receives what a handler with a ``progress`` parameter reports."""
         if self._closed:
             return failed(NotConnected(f"tool server {self.name!r} is closed"))
         tool = self._tools.get(name)
@@ -260,20 +261,19 @@ class ToolServer:
             call = self._prepare(tool, dict(arguments or {}), on_progress)
         except _InvalidArguments as exc:
             return resolved(error_result(str(exc)))
-        return then(self._run(call, f"raider-{self.key}-tool"), _as_result)
+        future = then(self._run(call, f"raider-{self.key}-tool"), _as_result)
+        seconds = timeout if timeout is not None else self.call_timeout
+        self._deadlines.watch(future, seconds, lambda: ToolTimeout(
+            f"tool {name} timed out after {seconds:g} s"))
+        return future
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
                   timeout: float | None = None, on_progress=None) -> dict:
         """Blocking :meth:`call_tool_f`. Raises ToolTimeout after ``timeout`` s (default
         :attr:`call_timeout`); the handler itself cannot be interrupted."""
         seconds = timeout if timeout is not None else self.call_timeout
-        future = self.call_tool_f(name, arguments, on_progress=on_progress)
-        try:
-            return future.result(seconds)
-        except FutureTimeout:
-            if future.done():
-                raise
-            raise ToolTimeout(f"tool {name} timed out after {seconds:g} s") from None
+        return wait_bounded(self.call_tool_f(name, arguments, timeout=seconds,
+                                             on_progress=on_progress), seconds)
 
     def _prepare(self, tool: LocalTool, arguments: dict,
                  on_progress: Callable | None = None) -> Callable[[], Any]:
@@ -405,6 +405,7 @@ class ToolServer:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        self._deadlines.close()
         if first and self.on_close is not None:
             self.on_close()
 

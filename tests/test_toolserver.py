@@ -195,8 +195,9 @@ def test_handlers_run_in_parallel_on_the_pool(tools):
     calls = [tools.call_tool_f("meet") for _ in range(3)]
     answers = sorted(text_of(call.result(10)) for call in calls)
     assert answers == ["0", "1", "2"]
-    assert all(t.name.startswith("raider-local-tool") for t in threading.enumerate()
-               if t.name.startswith("raider-local"))
+    # the handlers ran on the pool; besides it the tool server has only its deadline watcher
+    assert all(t.name.startswith("raider-local-tool") or t.name == "raider-local-deadlines"
+               for t in threading.enumerate() if t.name.startswith("raider-local"))
 
 
 def test_calls_after_close_fail_as_not_connected_and_start_no_threads(tools):
@@ -268,3 +269,15 @@ def test_a_handler_with_a_progress_parameter_reports_progress():
         assert result.text == "counted"
         assert seen == [(1, 3, "at 1"), (2, 3, "at 2"), (3, 3, "at 3")]
         assert tools.call_tool("count", {"to": 2}).text == "counted"  # nobody listening: fine
+
+
+def test_a_stuck_handler_fails_the_future_at_its_timeout_without_a_waiter():
+    release = threading.Event()
+    with ToolServer("local") as tools:
+        tools.add_tool("stuck", lambda: release.wait(30) and "late")
+        future = tools.call_tool_f("stuck", {}, timeout=0.2)
+        with pytest.raises(ToolTimeout, match="timed out after 0.2 s"):
+            future.result(10)  # settled by the tool server, not by this wait's bound
+        with pytest.raises(ToolTimeout):
+            tools.call_tool("stuck", {}, timeout=0.1)
+        release.set()  # the handlers finish unseen; close() joins them
