@@ -66,6 +66,17 @@ def unreachable(exc: BaseException, url: str) -> TransportError:
     return TransportError(f"{url}: {what}")
 
 
+def _stale_connection(exc: BaseException) -> bool:
+    """Whether a request failed because a pooled connection had been closed by the server
+    before it answered anything (reset, or closed without a response): worth one retry on a
+    fresh connection. A refused or timed-out connection is not."""
+    if not isinstance(exc, requests.exceptions.ConnectionError) or \
+            isinstance(exc, requests.exceptions.ConnectTimeout):
+        return False
+    cause = exc.args[0] if exc.args else None
+    return isinstance(cause, urllib3.exceptions.ProtocolError)
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """``text`` on one line, at most ``limit`` characters."""
     text = " ".join(text.split())
@@ -211,13 +222,17 @@ class HttpChannel:
         else:
             read = read_timeout if read_timeout is not None else SEND_TIMEOUT
             timeout = (min(read, CONNECT_TIMEOUT), read)
-        try:
-            return self.http.request(method, url, data=data, headers=headers, timeout=timeout,
-                                     stream=True, allow_redirects=False)
-        except requests.exceptions.RequestException as exc:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise DeadlinePassed(f"{url}: no answer before the deadline") from exc
-            raise unreachable(exc, url) from exc
+        for attempt in (1, 2):
+            try:
+                return self.http.request(method, url, data=data, headers=headers,
+                                         timeout=timeout, stream=True, allow_redirects=False)
+            except requests.exceptions.RequestException as exc:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise DeadlinePassed(f"{url}: no answer before the deadline") from exc
+                if attempt == 1 and _stale_connection(exc):
+                    continue  # a kept-alive connection the server had closed (it restarted)
+                raise unreachable(exc, url) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def failure(self, response: requests.Response, what: str) -> TransportError:
         """An HTTP error status as a TransportError, with a short excerpt of the body (a

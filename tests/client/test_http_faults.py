@@ -348,3 +348,26 @@ def test_a_program_that_forgets_stop_exits_without_waiting_for_a_pending_call(fa
     poll(lambda: any(m == "POST" and b.get("method") == "tools/call"
                      for m, _p, _h, b in server.seen), what="the call reached the server")
     assert time.monotonic() - started < 15
+
+
+def _calls_seen(server: FaultServer) -> list:
+    return [body for method, _, _, body in server.seen
+            if method == "POST" and isinstance(body, dict) and body.get("method") == "tools/call"]
+
+
+def test_a_kept_alive_connection_the_server_dropped_is_retried_once(fake, connect):
+    server = fake(answer="json")
+    client = connect(server)
+    server.drop_posts = 1  # as a server that restarted: the pooled connection is gone
+    assert text(client.call_tool("echo", {"n": 1}, timeout=10)) == "echo: {'n': 1}"
+    assert len(_calls_seen(server)) == 2  # the dropped one, then the retry
+
+
+def test_a_connection_dropped_twice_fails_the_call_clearly(fake, connect):
+    server = fake(answer="json")
+    client = connect(server)
+    server.drop_posts = 2
+    with pytest.raises(TransportError, match="cannot connect"):
+        client.call_tool("echo", {"n": 2}, timeout=10)
+    assert len(_calls_seen(server)) == 2  # one retry, no more
+    assert text(client.call_tool("echo", {"n": 3}, timeout=10)) == "echo: {'n': 3}"

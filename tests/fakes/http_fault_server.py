@@ -14,6 +14,8 @@ Options (attributes, may be changed while running):
   token_from    None, or N: requests need ``Authorization: Bearer tN`` or later (else 401)
   initialize    "ok", "stateless400" (HTTP 400 naming 2026-07-28), "stateless32022"
   legacy_endpoint  the endpoint event of /sse (relative or absolute)
+  drop_posts    N: the next N POSTs are read and their connection closed with no answer (as a
+                kept-alive connection the server dropped)
 
 Tools: echo, cut (SSE answer cut mid-chunk after a progress event, answer on resume), drop
 (SSE ended cleanly with no answer and no event id), garbage (junk SSE lines around the answer),
@@ -48,6 +50,7 @@ class FaultServer:
         self.token_from: int | None = None
         self.initialize = "ok"
         self.legacy_endpoint = "/messages?session=L1"
+        self.drop_posts = 0
         for key, value in options.items():
             if not hasattr(self, key):
                 raise TypeError(f"unknown option {key}")
@@ -207,6 +210,11 @@ def _handler(fake: FaultServer):
                 body = None
             path = urlsplit(self.path)
             fake.seen.append(("POST", path.path, self._headers(), body))
+            if fake.drop_posts > 0:
+                fake.drop_posts -= 1
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if not self._authorized():
                 return
             if path.path == "/messages":
