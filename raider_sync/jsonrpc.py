@@ -99,6 +99,9 @@ class Session:
                                                  self._mark_worker)
         self._workers = ThreadPoolExecutor(request_workers, f"raider-{name}-handler",
                                            self._mark_worker)
+        # pings and cancellations, never stuck behind handlers that wait (an elicitation may
+        # wait for a person) and never on the reader thread (a write could wait on a read)
+        self._control = ThreadPoolExecutor(1, f"raider-{name}-control", self._mark_worker)
         self._deadlines: list[tuple[float, int]] = []
         self._wake = threading.Condition(self._lock)
         self._watchdog: threading.Thread | None = None
@@ -134,7 +137,7 @@ class Session:
         with self._wake:
             self._wake.notify_all()
         in_worker = getattr(self._local, "session", None) is self
-        for pool in (self._notifier, self._progress_pool, self._workers):
+        for pool in (self._notifier, self._progress_pool, self._workers, self._control):
             pool.shutdown(wait=wait and not in_worker, cancel_futures=True)
         if wait and self._watchdog and self._watchdog is not threading.current_thread():
             self._watchdog.join(5)
@@ -223,7 +226,8 @@ class Session:
         if method is None:
             self._receive_response(message)
         elif "id" in message:
-            self._submit(self._workers, self._answer, message)
+            lane = self._control if method == "ping" else self._workers
+            self._submit(lane, self._answer, message)
         elif method == "notifications/progress":
             self._route_progress(message.get("params") or {})
         elif self._handle_notification is not None:
@@ -342,7 +346,7 @@ class Session:
             self._send_cancelled(request_id, "cancelled by the client")
 
     def _send_cancelled(self, request_id: int, reason: str) -> None:
-        self._submit(self._workers, self.notify, "notifications/cancelled",
+        self._submit(self._control, self.notify, "notifications/cancelled",
                      {"requestId": request_id, "reason": reason})
 
     def _fail_all(self, error: BaseException) -> None:

@@ -450,3 +450,36 @@ def test_a_blocking_request_is_bounded_even_without_the_watchdog(monkeypatch):
         session.request("slow", timeout=0.1)
     assert time.monotonic() - started < 2
     session.close()
+
+
+def test_pings_and_cancellations_pass_handlers_that_wait():
+    """Four handlers waiting (say, elicitations waiting for a person) hold up neither the
+    answer to a ping nor the notifications/cancelled of a request that timed out."""
+    release = threading.Event()
+    asked = threading.Semaphore(0)
+
+    def handle(method, params):
+        if method == "ping":
+            return {}
+        asked.release()
+        release.wait(WAIT)
+        return {"action": "decline"}
+
+    session, transport = make(handle_request=handle)
+    try:
+        for n in range(4):
+            transport.deliver({"jsonrpc": "2.0", "id": f"e{n}", "method": "elicitation/create",
+                               "params": {}})
+        for _ in range(4):
+            assert asked.acquire(timeout=WAIT)  # every handler thread is now waiting
+        transport.deliver({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+        assert transport.next_sent() == {"jsonrpc": "2.0", "id": "p1", "result": {}}
+        late = session.request_f("tools/call", {"name": "slow"}, timeout=0.1)
+        assert transport.next_sent("tools/call")["id"] == late.request_id
+        cancel = transport.next_sent("notifications/cancelled")
+        assert cancel["params"]["requestId"] == late.request_id
+        with pytest.raises(RequestTimeout):
+            late.result(WAIT)
+    finally:
+        release.set()
+        session.close()
