@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional
 
 from .errors import ConnectionClosed, McpError, RaiderError, RequestTimeout
 from .futures import wait_bounded
+from .transports.base import RequestFailed
 
 log = logging.getLogger("raider_sync.jsonrpc")
 
@@ -219,6 +220,9 @@ class Session:
             for item in message:
                 self.receive(item)
             return
+        if isinstance(message, RequestFailed):  # the transport could not complete one request
+            self._settle_in_order(message.request_id, {"error": message.error})
+            return
         if not isinstance(message, dict):
             log.warning("%s: ignored a message that is not an object", self.name)
             return
@@ -245,6 +249,9 @@ class Session:
         else:
             log.warning("%s: ignored a message with neither method, result nor error", self.name)
             return
+        self._settle_in_order(request_id, outcome)
+
+    def _settle_in_order(self, request_id: Any, outcome: dict) -> None:
         with self._lock:
             entry = self._pending.get(request_id) if _hashable(request_id) else None
         if entry is not None and entry.on_progress is not None:

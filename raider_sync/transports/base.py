@@ -3,10 +3,19 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 Deliver = Callable[[Any], None]
 Closed = Callable[[BaseException], None]
+
+
+class RequestFailed(NamedTuple):
+    """Delivered (instead of a message) when a transport cannot complete one request it sent,
+    after ``send`` returned: say an HTTP event stream that broke off before the answer. The
+    session fails that request with ``error``; the transport never forges an answer."""
+
+    request_id: Any
+    error: BaseException
 
 
 def encode_message(message: Any) -> bytes:

@@ -23,9 +23,9 @@ expects an answer with the same id) from a notification or an answer (202, no bo
 
 Failures: an HTTP error status, an unreachable server or a body that is not JSON raise
 :class:`TransportError` from :meth:`send`, and the session fails that request with it. A failure
-found later, while a worker reads an event stream, can only reach the request through the one
-channel the transport has, ``deliver``: it delivers a JSON-RPC error answer for that id (code
--32000, ``data: {status_code, body}``), which fails that request only.
+found later, while a worker reads an event stream, is delivered as a
+:class:`~raider_sync.transports.base.RequestFailed` carrying the same kind of TransportError,
+which fails that request only.
 """
 from __future__ import annotations
 
@@ -39,15 +39,13 @@ from typing import Any, Callable, Mapping
 import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
-from .base import Closed, Deliver, Transport, deliver_json, encode_message
+from .base import Closed, Deliver, RequestFailed, Transport, deliver_json, encode_message
 from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, excerpt,
                           media_type)
 from .sse_events import SseParser
 
 log = logging.getLogger("raider_sync.transports.http")
 
-#: JSON-RPC code of the error answer delivered for a request whose answer stream failed
-STREAM_FAILED = -32000
 #: seconds an idle GET stream is kept before it is reopened
 LISTEN_READ_TIMEOUT = 300.0
 #: seconds negotiated() waits for the GET stream's first answer
@@ -333,13 +331,11 @@ class StreamableHttpTransport(Transport):
             events.close()
 
     def _fail(self, request_id: Any, error: TransportError) -> None:
-        """Fail one request by delivering an error answer for its id (see the module doc)."""
+        """Fail one request with ``error`` (see the module doc)."""
         if request_id is None:
             log.warning("%s: %s", self.name, error)
             return
-        data = {"status_code": error.status_code, "body": error.body}
-        self._deliver({"jsonrpc": "2.0", "id": request_id,  # type: ignore[misc]
-                       "error": {"code": STREAM_FAILED, "message": str(error), "data": data}})
+        self._deliver(RequestFailed(request_id, error))  # type: ignore[misc]
 
     def _pause(self, retry_ms: int | None, deadline: float | None,
                default: float = RECONNECT_DELAY, listener: bool = False) -> bool:

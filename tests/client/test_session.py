@@ -8,8 +8,10 @@ from concurrent.futures import CancelledError
 
 import pytest
 
-from raider_sync.errors import ConnectionClosed, McpError, RequestTimeout, ToolTimeout
+from raider_sync.errors import (ConnectionClosed, McpError, RequestTimeout, ToolTimeout,
+                                TransportError)
 from raider_sync.jsonrpc import MethodNotFound, Session
+from raider_sync.transports.base import RequestFailed
 
 WAIT = 5.0
 
@@ -483,3 +485,17 @@ def test_pings_and_cancellations_pass_handlers_that_wait():
     finally:
         release.set()
         session.close()
+
+
+def test_a_request_the_transport_could_not_complete_fails_with_its_error(pair):
+    session, transport = pair
+    doomed = session.request_f("tools/call", {"name": "x"}, timeout=WAIT)
+    other = session.request_f("tools/list", timeout=WAIT)
+    error = TransportError("the stream broke off", 200, "partial")
+    transport.deliver(RequestFailed(doomed.request_id, error))
+    with pytest.raises(TransportError) as caught:
+        doomed.result(WAIT)
+    assert caught.value is error
+    assert not other.done()  # the other request still waits for its answer
+    transport.deliver({"jsonrpc": "2.0", "id": other.request_id, "result": {"tools": []}})
+    assert other.result(WAIT) == {"tools": []}
