@@ -239,24 +239,28 @@ def _where(kind: str, index: int, entry: Any, field: str) -> str:
     return f"{kind}[{index}] ({label})" if isinstance(label, str) else f"{kind}[{index}]"
 
 
-def _servers(raw: Any, problems: list[str]) -> list[tuple[str, GatewayServer]]:
+def _entries(raw: Any, kind: str, label: str, model: type, problems: list[str]):
+    """``(where, model(**entry))`` for each entry of the list ``raw`` that validates; what
+    does not is added to ``problems`` under ``kind[i] (label)``."""
     if not isinstance(raw, list):
-        problems.append("servers: expected a list of server entries")
-        return []
-    servers, seen = [], set()
+        problems.append(f"{kind}: expected a list of {kind[:-1]} entries")
+        return
     for i, entry in enumerate(raw):
-        where = _where("servers", i, entry, "name")
+        where = _where(kind, i, entry, label)
         if not isinstance(entry, dict):
             problems.append(f"{where}: expected an object")
             continue
         try:
-            server = GatewayServer(**entry)
+            yield where, model(**entry)
         except ValidationError as exc:
             problems.extend(_describe(where, exc))
-            continue
         except TypeError as exc:
             problems.append(f"{where}: {exc}")
-            continue
+
+
+def _servers(raw: Any, problems: list[str]) -> list[tuple[str, GatewayServer]]:
+    servers, seen = [], set()
+    for where, server in _entries(raw, "servers", "name", GatewayServer, problems):
         found = server_problems(server)
         problems.extend(f"{where}.{problem}" for problem in found)
         if server.name in seen:
@@ -321,20 +325,8 @@ def _credential_problems(server: GatewayServer) -> list[str]:
 
 
 def _keys(raw: Any, known: set, problems: list[str]) -> list[tuple[str, GatewayKey]]:
-    if not isinstance(raw, list):
-        problems.append("keys: expected a list of key entries")
-        return []
     keys, seen = [], set()
-    for i, entry in enumerate(raw):
-        where = _where("keys", i, entry, "id")
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: expected an object")
-            continue
-        try:
-            key = GatewayKey(**entry)
-        except ValidationError as exc:
-            problems.extend(_describe(where, exc))
-            continue
+    for where, key in _entries(raw, "keys", "id", GatewayKey, problems):
         found = []
         if (key.env is None) == (key.sha256 is None):
             found.append("env: give the key by exactly one of env or sha256")
