@@ -62,6 +62,31 @@ def poll(predicate, timeout: float = 10.0, what: str = "condition"):
         time.sleep(0.02)  # a bounded poll, not a synchronisation sleep
 
 
+def answers_from_threads(count: int, calls: int, call, timeout: float = 60.0) -> dict[str, str]:
+    """``call(message)`` made ``calls`` times from each of ``count`` threads at once; the
+    answers by message. Raises the first error a thread met; every thread is joined (bounded)."""
+    answers: dict[str, str] = {}
+    errors: list[BaseException] = []
+
+    def caller(n: int) -> None:
+        try:
+            for i in range(calls):
+                message = f"thread {n} call {i}"
+                answers[message] = call(message)
+        except Exception as exc:  # noqa: BLE001 - raised below, on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=caller, args=(n,), name=f"test-caller-{n}")
+               for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    if errors:
+        raise errors[0]
+    return answers
+
+
 def everything_available() -> bool:
     return os.path.exists(EVERYTHING_JS) and shutil.which("node") is not None
 

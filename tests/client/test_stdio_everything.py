@@ -10,7 +10,7 @@ import time
 import pytest
 
 from raider_sync import McpError, McpServer, ToolTimeout, UnknownTool
-from conftest import config_of, poll as _poll
+from conftest import answers_from_threads, config_of, poll as _poll
 
 WAIT = 15.0
 
@@ -184,25 +184,8 @@ def test_inherited_plugin_vars_do_not_reach_a_plain_server(everything_spec):
 
 
 def test_32_threads_get_their_own_answers(everything):
-    answers: dict[str, str] = {}
-    errors = []
-
-    def caller(n):
-        try:
-            for i in range(8):
-                message = f"{n}/{i}"
-                answers[message] = text_of(everything.call_tool("mcp__everything__echo",
-                                                                {"message": message}))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=caller, args=(n,), name=f"test-caller-{n}")
-               for n in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT * 2)
-    assert errors == []
+    answers = answers_from_threads(32, 8, lambda message: text_of(everything.call_tool(
+        "mcp__everything__echo", {"message": message})), timeout=WAIT * 2)
     assert len(answers) == 256
     assert all(answer == f"Echo: {message}" for message, answer in answers.items())
 

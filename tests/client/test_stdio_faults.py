@@ -16,7 +16,7 @@ import pytest
 from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
                          UnknownTool)
 from raider_sync.content import visible_resources as _visible_resources
-from conftest import config_of, FAKE_SERVER, fake_spec, poll as _poll
+from conftest import answers_from_threads, config_of, FAKE_SERVER, fake_spec, poll as _poll
 
 WAIT = 10.0
 
@@ -577,24 +577,8 @@ def test_stop_is_not_blocked_by_a_write_to_a_server_that_stopped_reading(started
 
 def test_32_threads_get_their_own_answers(started):
     server = started()
-    answers: dict[str, str] = {}
-    errors = []
-
-    def caller(n):
-        try:
-            for i in range(10):
-                message = f"thread {n} call {i}"
-                answers[message] = text_of(server.call_tool("mcp__fake__echo", {"message": message}))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=caller, args=(n,), name=f"test-caller-{n}")
-               for n in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT * 3)
-    assert errors == []
+    answers = answers_from_threads(32, 10, lambda message: text_of(server.call_tool(
+        "mcp__fake__echo", {"message": message})), timeout=WAIT * 3)
     assert len(answers) == 320 and all(k == v for k, v in answers.items())
 
 
