@@ -7,6 +7,7 @@ import time
 from concurrent.futures import CancelledError
 
 import pytest
+from conftest import poll
 
 from raider_sync.errors import (ConnectionClosed, McpError, RequestTimeout, ToolTimeout,
                                 TransportError)
@@ -415,9 +416,7 @@ def test_a_notification_handler_may_wait_for_a_request_with_progress():
         transport.deliver({"jsonrpc": "2.0", "method": "notifications/progress",
                            "params": {"progressToken": token, "progress": 1}})
         transport.deliver({"jsonrpc": "2.0", "id": sent["id"], "result": "inner done"})
-        poll_until = time.monotonic() + WAIT
-        while "result" not in box and time.monotonic() < poll_until:
-            time.sleep(0.01)
+        poll(lambda: "result" in box, WAIT, "the callback's inner call")
         assert box["result"] == "inner done" and box["p"][0] == 1
     finally:
         session.close()

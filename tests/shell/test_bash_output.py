@@ -62,10 +62,11 @@ def test_filter_keeps_matching_lines_and_consumes_the_rest(shell):
 
 
 def test_filter_waits_for_whole_lines_while_running(shell, tmp_path):
-    gate = tmp_path / "gate"
-    shell.bash({"command": f"printf 'FAIL pa'; while [ ! -e {gate} ]; do sleep 0.02; done; "
+    gate, half = tmp_path / "gate", tmp_path / "half"
+    shell.bash({"command": f"printf 'FAIL pa'; touch {half}; "
+                           f"while [ ! -e {gate} ]; do sleep 0.02; done; "
                            "printf 'rt\\n'", "run_in_background": True})
-    time.sleep(0.2)  # let the first half be written (the check below holds either way)
+    assert wait_until(half.exists, 10)  # the first half of the line is written
     assert "<stdout>" not in shell.bash_output({"bash_id": "bash_1", "filter": "FAIL"})[0]
     gate.touch()
     text, _ = shell.bash_output({"bash_id": "bash_1", "filter": "FAIL part", "block": True,
@@ -103,11 +104,13 @@ def test_block_uses_block_timeout_by_default(make_shell):
     assert time.monotonic() - started < 2
 
 
-def test_bash_output_f_does_not_block(shell):
-    shell.bash({"command": "sleep 0.3; echo x", "run_in_background": True})
-    started = time.monotonic()
+def test_bash_output_f_does_not_block(shell, tmp_path):
+    gate = tmp_path / "gate"
+    shell.bash({"command": f"while [ ! -e {gate} ]; do sleep 0.02; done; echo x",
+                "run_in_background": True})
     future = shell.bash_output_f({"bash_id": "bash_1", "block": True, "timeout": 5})
-    assert time.monotonic() - started < 0.2
+    assert not future.done()  # it returned while the shell still waits for the gate
+    gate.touch()
     assert "x" in future.result(5)[0]
 
 
