@@ -189,8 +189,9 @@ def test_session_expiry_after_a_restart_renews_and_relists(kind):
         srv.start_f().result(WAIT)
         assert srv.status == "connected", srv.reason
         old = srv._transport.session_id
-        peer.restart()
+        # cleared before the restart: the GET stream's reconnect may renew the session first
         relisted.clear()
+        peer.restart()
         tool, answer = ECHO[family(kind)]
         result = srv.call_tool(f"mcp__peer__{tool}", {"message": "hi"}, timeout=WAIT)
         assert result["content"][0]["text"] == answer
