@@ -7,6 +7,9 @@
 
 ``McpConfig.load(path)`` / ``McpConfig.from_dict(data)`` validate every entry at once and raise
 one :class:`ConfigError` that names each bad server and field; nothing is half loaded.
+Cursor's ``mcp.json`` has the same shape; VS Code's (``{"servers": ..., "inputs": [...]}``)
+loads too, with the editors' variables (``${env:VAR}``, ``${input:ID}``, ``${userHome}``,
+``${workspaceFolder}``, ...) and ``envFile``.
 """
 from __future__ import annotations
 
@@ -24,7 +27,13 @@ TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http"
                      "streamableHttp": "http", "sse": "sse"}
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+# ${VAR}, ${VAR:-default}, and the editors' ${env:VAR}, ${input:ID} and ${/}
+_VAR = re.compile(r"\$\{(?:(env|input):([^}]*)|([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?|(/))\}")
+#: where an ``${input:ID}`` of VS Code's format takes its value from: this prefix plus the ID
+#: upper-cased, each character outside [A-Z0-9_] replaced with ``_``
+INPUT_PREFIX = "RAIDER_SYNC_INPUT_"
+#: the top-level keys that hold servers: Claude Code's and Cursor's, then VS Code's
+SERVER_KEYS = ("mcpServers", "servers")
 
 
 def normalize_name(part: str) -> str:
@@ -37,14 +46,38 @@ def tool_name(key: str, tool: str) -> str:
     return f"mcp__{normalize_name(key)}__{normalize_name(tool)}"
 
 
-def expand_vars(text: str, env: Mapping[str, str], missing: set[str]) -> str:
-    """Expand ``${VAR}`` and ``${VAR:-default}``; an unset variable without a default stays as
-    written and its name is added to ``missing``. A bare ``$VAR`` is left alone."""
+def input_variable(input_id: str) -> str:
+    """The environment variable that answers ``${input:ID}``: ``RAIDER_SYNC_INPUT_<ID>``."""
+    return INPUT_PREFIX + re.sub(r"[^A-Z0-9_]", "_", input_id.upper())
+
+
+def expand_vars(text: str, env: Mapping[str, str], missing: set[str],
+                predefined: Mapping[str, str] | None = None,
+                missing_inputs: set[str] | None = None) -> str:
+    """Expand ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from ``env``, a name of
+    ``predefined`` (``userHome``, ``workspaceFolder``, ... ) when ``env`` lacks it, ``${/}``
+    as ``/``, and ``${input:ID}`` from ``env[input_variable(ID)]``. One pass: what a value
+    brings in is not expanded again. An unset variable without a default stays as written
+    and its name is added to ``missing`` (an input's ID to ``missing_inputs``). A bare
+    ``$VAR`` is left alone."""
+    predefined = predefined or {}
 
     def sub(match: re.Match) -> str:
-        name, default = match.group(1), match.group(2)
+        scope, scoped, name, default, slash = match.groups()
+        if slash:
+            return "/"
+        if scope == "input":
+            variable = input_variable(scoped)
+            if variable in env:
+                return env[variable]
+            (missing_inputs if missing_inputs is not None else missing).add(scoped)
+            return match.group(0)
+        if scope == "env":
+            name = scoped
         if name in env:
             return env[name]
+        if scope is None and name in predefined:
+            return predefined[name]
         if default is not None:
             return default
         missing.add(name)
@@ -69,7 +102,8 @@ def find_named(items, name: str):
 class ServerSpec(BaseModel):
     """One entry of ``mcpServers``: what a server is started or reached with.
 
-    ``timeout`` is the call timeout in milliseconds (Claude Code's per-server ``timeout``).
+    ``timeout`` is the call timeout in milliseconds (Claude Code's per-server ``timeout``);
+    ``max_message_size`` (``maxMessageSize``) the bound in bytes on one received message.
     ``plugin_root``/``plugin_data`` mark a plugin's server (named ``plugin:NAME:SERVER``).
     """
 
@@ -85,6 +119,7 @@ class ServerSpec(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     headers_helper: Optional[str] = Field(default=None, alias="headersHelper")
     timeout: Optional[int] = Field(default=None, gt=0)
+    max_message_size: Optional[int] = Field(default=None, gt=0, alias="maxMessageSize")
     plugin_root: Optional[str] = Field(default=None, alias="pluginRoot")
     plugin_data: Optional[str] = Field(default=None, alias="pluginData")
     project_dir: Optional[str] = Field(default=None, alias="projectDir")
@@ -109,6 +144,13 @@ class ServerSpec(BaseModel):
         # pydantic would read true as 1 and "5000" as 5000; JSON that says so is a mistake
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ValueError("must be a number of milliseconds")
+        return value
+
+    @field_validator("max_message_size", mode="before")
+    @classmethod
+    def _size_is_a_number(cls, value: Any) -> Any:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError("must be a whole number of bytes")
         return value
 
     @field_validator("url")
@@ -165,9 +207,10 @@ class McpConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, env: Mapping[str, str] | None = None) -> "McpConfig":
-        """Read a ``.mcp.json`` file. Raises ConfigError for an unreadable file, bad JSON
-        (with line and column) or bad entries. ``CLAUDE_PROJECT_DIR`` of its servers is the
-        file's folder."""
+        """Read a ``.mcp.json`` (or Cursor's or VS Code's ``mcp.json``) file. Raises
+        ConfigError for an unreadable file, bad JSON (with line and column) or bad entries.
+        ``CLAUDE_PROJECT_DIR`` of its servers (and ``${workspaceFolder}``) is the file's
+        folder, or the folder above a ``.vscode`` or ``.cursor`` folder holding it."""
         path = os.fspath(path)
         try:
             with open(path, encoding="utf-8-sig") as fh:  # an editor's BOM is no error
@@ -177,7 +220,11 @@ class McpConfig:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: "
                               f"{exc.msg}") from exc
+        except RecursionError:
+            raise ConfigError(f"{path}: JSON nested too deeply") from None
         folder = os.path.dirname(os.path.abspath(path))
+        if os.path.basename(folder) in (".vscode", ".cursor"):
+            folder = os.path.dirname(folder)
         config = cls.from_dict(data, env=env, project_dir=folder, source=path)
         config.path = path
         return config
@@ -185,15 +232,17 @@ class McpConfig:
     @classmethod
     def from_dict(cls, data: Any, *, env: Mapping[str, str] | None = None,
                   project_dir: str | None = None, source: str = ".mcp.json") -> "McpConfig":
-        """Validate ``{"mcpServers": {name: entry}}``. Raises ConfigError with every problem."""
+        """Validate ``{"mcpServers": {name: entry}}`` (or VS Code's ``{"servers": ...,
+        "inputs": [...]}``). Raises ConfigError with every problem. A server whose key (the
+        name normalised for tool names) another server has already is refused with a
+        warning; so is a file with neither ``mcpServers`` nor ``servers``."""
         env = os.environ if env is None else env
-        if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
-            raise ConfigError(f"{source}: expected an object with an object \"mcpServers\"")
+        entries, warnings = _entries(data, source)
+        predefined = _predefined(env, project_dir)
         servers: list[ServerSpec] = []
         problems: list[str] = []
-        warnings: list[str] = []
-        for name, entry in data.get("mcpServers", {}).items():
-            where = f"mcpServers.{name}"
+        owners: dict[str, str] = {}
+        for where, name, entry in entries:
             if not isinstance(entry, dict):
                 problems.append(f"{where}: expected an object, got {type(entry).__name__}")
                 continue
@@ -203,11 +252,14 @@ class McpConfig:
                                 f"ignored: {', '.join(unknown)}")
                 entry = {k: v for k, v in entry.items() if k in _ENTRY_FIELDS}
             missing: set[str] = set()
-            expanded = _expand_entry(entry, env, missing)
+            inputs: set[str] = set()
+            expanded = _expand_entry(entry, env, missing, predefined, inputs)
+            if "envFile" in expanded:
+                _read_env_file(expanded, where, predefined["workspaceFolder"], warnings)
             if project_dir is not None:
                 expanded.setdefault("projectDir", project_dir)
             try:
-                servers.append(ServerSpec(name=name, **expanded))
+                spec = ServerSpec(name=name, **expanded)
             except ValidationError as exc:
                 problems.extend(_describe(where, exc))
                 continue
@@ -217,26 +269,107 @@ class McpConfig:
             if missing:
                 warnings.append(f"{where}: Missing environment variables: "
                                 f"{', '.join(sorted(missing))}")
+            if inputs:
+                warnings.append(f"{where}: inputs without a value: " + ", ".join(
+                    f"{i} (set {input_variable(i)})" for i in sorted(inputs)))
+            owner = owners.setdefault(spec.key, name)
+            if owner != name:
+                warnings.append(f"{where}: refused: its tool names (mcp__{spec.key}__...) would "
+                                f"be those of server {owner!r}; rename one of them")
+                continue
+            servers.append(spec)
         if problems:
             raise ConfigError(f"{source}: " + "; ".join(problems), problems)
         return cls(servers, warnings)
 
 
+def _entries(data: Any, source: str) -> tuple[list[tuple[str, str, Any]], list[str]]:
+    """The ``(where, name, entry)`` of every server of a config's data, and warnings about
+    its shape. Raises ConfigError when the data is not an object or holds servers wrongly."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected an object with an object \"mcpServers\"")
+    entries: list[tuple[str, str, Any]] = []
+    warnings: list[str] = []
+    present = [key for key in SERVER_KEYS if key in data]
+    for key in present:
+        if not isinstance(data[key], dict):
+            raise ConfigError(f"{source}: expected an object with an object \"{key}\"")
+        for name, entry in data[key].items():
+            if any(name == known for _, known, _ in entries):
+                warnings.append(f"{key}.{name}: refused: a server of that name is already "
+                                f"configured under {present[0]}")
+                continue
+            entries.append((f"{key}.{name}", name, entry))
+    if not present:
+        keys = ", ".join(sorted(str(k) for k in data)) or "none"
+        warnings.append(f"{source}: no \"mcpServers\" (Claude Code, Cursor) or \"servers\" "
+                        f"(VS Code) object, so no servers (top-level keys: {keys})")
+    if "inputs" in data and not isinstance(data["inputs"], list):
+        warnings.append(f"{source}: inputs: expected a list; ignored")
+    return entries, warnings
+
+
+def _predefined(env: Mapping[str, str], project_dir: str | None) -> dict[str, str]:
+    """The editors' predefined variables: the workspace is the project directory (else the
+    working directory)."""
+    folder = project_dir or os.getcwd()
+    return {"userHome": env.get("HOME") or os.path.expanduser("~"), "workspaceFolder": folder,
+            "workspaceFolderBasename": os.path.basename(folder.rstrip("/")) or folder,
+            "pathSeparator": "/"}
+
+
+def _read_env_file(entry: dict, where: str, folder: str, warnings: list[str]) -> None:
+    """Lay the ``KEY=VALUE`` lines of the entry's ``envFile`` (relative to the workspace)
+    under its ``env``; an unreadable file is a warning."""
+    path = entry.pop("envFile")
+    if not isinstance(path, str):
+        warnings.append(f"{where}: envFile: expected a path; ignored")
+        return
+    path = os.path.join(folder, os.path.expanduser(path))
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            lines = fh.read().splitlines()
+    except OSError as exc:
+        warnings.append(f"{where}: envFile {path} cannot be read ({exc.strerror or exc}); "
+                        f"its variables are not set")
+        return
+    variables: dict[str, str] = {}
+    for line in lines:
+        line = line.strip()
+        if line.startswith("export "):
+            line = line[len("export "):].lstrip()
+        key, eq, value = line.partition("=")
+        if not eq or line.startswith("#") or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*",
+                                                              key.strip()):
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        variables[key.strip()] = value
+    env = entry.get("env")
+    entry["env"] = {**variables, **env} if isinstance(env, dict) else variables
+
+
 #: the keys an entry may have: the spec's fields (by name and by alias) and "type"; "name"
 #: stays, to be refused as a field given twice
-_ENTRY_FIELDS = frozenset({"type"} | set(ServerSpec.model_fields)
+_ENTRY_FIELDS = frozenset({"type", "envFile"} | set(ServerSpec.model_fields)
                           | {f.alias for f in ServerSpec.model_fields.values() if f.alias})
 
 
-def _expand_entry(entry: dict, env: Mapping[str, str], missing: set[str]) -> dict:
-    """Expand variables in command, args, env values, url and header values (Claude Code's
-    places); values of the wrong type are left for validation to name."""
+def _expand_entry(entry: dict, env: Mapping[str, str], missing: set[str],
+                  predefined: Mapping[str, str] | None = None,
+                  inputs: set[str] | None = None) -> dict:
+    """Expand variables in command, args, env values, cwd, url, header values and envFile
+    (Claude Code's places, and the editors'); values of the wrong type are left for
+    validation to name."""
     out = dict(entry)
 
     def exp(value: Any) -> Any:
-        return expand_vars(value, env, missing) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        return expand_vars(value, env, missing, predefined, inputs)
 
-    for field in ("command", "url", "cwd"):
+    for field in ("command", "url", "cwd", "envFile"):
         if field in out:
             out[field] = exp(out[field])
     if isinstance(out.get("args"), list):

@@ -48,7 +48,8 @@ class McpServer:
     Options as the seed names them: ``startup_timeout_ms`` (default MCP_TIMEOUT, else 30000),
     ``base_env`` (default a copy of os.environ), ``kill_grace`` (seconds, default 2),
     ``on_status(server)``, ``max_output_tokens`` (default MAX_MCP_OUTPUT_TOKENS, else 25000),
-    ``on_tools_changed(server)``; answers to server requests (see :mod:`raider_sync.capabilities`):
+    ``on_tools_changed(server)``, ``max_message_size`` (bytes; the spec's ``maxMessageSize``
+    wins; default 64 MiB); answers to server requests (see :mod:`raider_sync.capabilities`):
     ``roots`` (file:// URIs or a callable), ``on_sampling(params)``, ``on_elicitation(params)``.
     Thread-safe: any number of threads may call one server.
     """
@@ -62,7 +63,8 @@ class McpServer:
                  max_output_tokens: int | None = None,
                  on_tools_changed: Callable[["McpServer"], None] | None = None,
                  client_info: dict | None = None, roots: Roots | None = None,
-                 on_sampling: Handler | None = None, on_elicitation: Handler | None = None):
+                 on_sampling: Handler | None = None, on_elicitation: Handler | None = None,
+                 max_message_size: int | None = None):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -72,6 +74,7 @@ class McpServer:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self._call_timeout = launch.call_timeout(spec)  # read once, like the other settings
         self.kill_grace = kill_grace
+        self.max_message_size = max_message_size
         self.on_status = on_status
         self.max_output_tokens = max_output_tokens or default_max_output_tokens()
         self.on_tools_changed = on_tools_changed
@@ -198,7 +201,8 @@ class McpServer:
         timeout = self.startup_timeout_ms / 1000
         self._set_status("starting")
         try:
-            transport = open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace)
+            transport = open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
+                                       max_message_size=self.max_message_size)
             session = Session(transport, name=self.key, handle_request=self._handle_request,
                               handle_notification=self._handle_notification,
                               on_close=self._connection_lost)
@@ -280,6 +284,9 @@ class McpServer:
         tail = self.stderr_tail
         if tail and tail[-1] not in message:
             message = f"{message} (last stderr line: {tail[-1]})"
+        hint = self._transport.diagnosis if self._transport is not None else None
+        if hint:
+            message = f"{message}: {hint}"
         return message or type(exc).__name__
 
     def _client_capabilities(self) -> dict:

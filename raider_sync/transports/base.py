@@ -29,15 +29,71 @@ def encode_message(message: Any) -> bytes:
         return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
 
 
+#: the default bound on one received message (a stdio line, an SSE event, an HTTP body)
+DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+
+
+def size_text(size: int) -> str:
+    """``size`` bytes for people: ``64 MiB``, ``1.5 KiB``, ``100 bytes``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size} bytes"
+
+
+def too_large(name: str, what: str, limit: int) -> str:
+    """The message of an error for a received message over ``limit`` bytes."""
+    return (f"MCP server {name!r} sent {what} larger than the maximum message size of "
+            f"{size_text(limit)} (max_message_size, .mcp.json maxMessageSize)")
+
+
+class MessageTooLong(Exception):
+    """Raised by :func:`read_lines` (and the SSE parser) for a line or event over the limit;
+    each reader turns it into the error of its request or connection."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"more than {size_text(limit)}")
+        self.limit = limit
+
+
+def read_lines(stream, limit: int):
+    """The lines of a binary ``stream`` (ending at EOF), each read with at most ``limit``
+    bytes (plus its newline) held in memory. Raises MessageTooLong for a longer line."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            raise MessageTooLong(limit)
+        yield line
+
+
+def decode_message(data: str | bytes) -> Any:
+    """One received message parsed. Raises ValueError for anything that is not JSON, also
+    for nesting too deep for the parser (which raises RecursionError) and invalid UTF-8."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to parse") from None
+
+
+def looks_like_jsonrpc(message: Any) -> bool:
+    """Whether a parsed message has the shape of JSON-RPC (an object naming ``jsonrpc``, or
+    a batch of them): used to tell a server's stray output from its messages."""
+    if isinstance(message, list):
+        return bool(message) and all(looks_like_jsonrpc(item) for item in message)
+    return isinstance(message, dict) and "jsonrpc" in message
+
+
 def deliver_json(data: str | bytes, deliver: "Deliver", log: logging.Logger, name: str,
                  where: str) -> Any:
     """Parse one received message and hand it to ``deliver``; the message, or None when
-    ``data`` is not JSON. What is not JSON, and what ``deliver`` fails on, is logged and
-    skipped: a reader outlives a bad message."""
+    ``data`` is not JSON. What is not JSON (nested too deeply included), and what ``deliver``
+    fails on, is logged and skipped: a reader outlives a bad message."""
     try:
-        message = json.loads(data)
+        message = decode_message(data)
     except ValueError:
-        log.warning("%s: skipped %s that is not JSON: %.200r", name, where, data)
+        log.warning("%s: skipped %s that is not JSON: %.200r", name, where, data[:200])
         return None
     try:
         deliver(message)
@@ -86,3 +142,9 @@ class Transport:
     def stderr_tail(self) -> list[str]:
         """The last lines a local server wrote to stderr (empty for remote servers)."""
         return []
+
+    @property
+    def diagnosis(self) -> str | None:
+        """A hint at why a server never answered (say, a stdio server that wrote only text
+        that is not JSON-RPC), or None."""
+        return None

@@ -29,7 +29,6 @@ which fails that request only.
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -39,7 +38,8 @@ from typing import Any, Callable, Mapping
 import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
-from .base import Closed, Deliver, RequestFailed, Transport, deliver_json, encode_message
+from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, Transport,
+                   decode_message, deliver_json, encode_message)
 from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, excerpt,
                           media_type)
 from .sse_events import SseParser
@@ -74,11 +74,12 @@ class StreamableHttpTransport(Transport):
 
     def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
                  headers_helper: str | None = None, env: Mapping[str, str] | None = None,
-                 stream_workers: int = 64):
+                 stream_workers: int = 64, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.url = url
         self.name = name
         self.channel = HttpChannel(url, name=name, headers=headers,
-                                   headers_helper=headers_helper, env=env)
+                                   headers_helper=headers_helper, env=env,
+                                   max_message_size=max_message_size)
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.renew_session: Callable[[float], None] | None = None
@@ -177,7 +178,7 @@ class StreamableHttpTransport(Transport):
         if status == 202 or not data.strip():
             return
         try:
-            message = json.loads(data)
+            message = decode_message(data)
         except ValueError:
             message = None
         if kind != JSON_TYPE or not isinstance(message, (dict, list)) or (
@@ -270,7 +271,7 @@ class StreamableHttpTransport(Transport):
                      deadline: float | None) -> None:
         """Deliver the messages of a POST's event stream until its answer; resume a stream
         that ends early. Runs on a ``raider-<name>-stream`` worker."""
-        parser = SseParser()
+        parser = self.channel.parser()
         try:
             answered = self._pump(response, parser, deadline, request_id)
             resumes = 0
@@ -297,8 +298,12 @@ class StreamableHttpTransport(Transport):
         except TransportError as exc:
             if not self._closing:
                 self._fail(request_id, exc)
-        except Exception:  # noqa: BLE001 - a worker must not die silently
+        except Exception as exc:  # noqa: BLE001 - a worker must not die silently
             log.exception("%s: reading an answer failed", self.name)
+            if not self._closing:
+                self._fail(request_id, TransportError(
+                    f"MCP server {self.name!r}: reading the answer failed: "
+                    f"{type(exc).__name__}: {exc}"))
 
     def _resume(self, last_event_id: str, deadline: float | None) -> requests.Response:
         response = self.channel.request("GET", self.url, extra_headers=self._headers(
@@ -354,7 +359,22 @@ class StreamableHttpTransport(Transport):
     # -- the GET stream ------------------------------------------------------------------
 
     def _listen(self) -> None:
-        """Keep the GET stream open until close; runs on ``raider-<name>-listen``."""
+        """Keep the GET stream open until close; runs on ``raider-<name>-listen``. Whatever
+        fails in it is logged, and the stream is reopened after a growing delay."""
+        failures = 0
+        while not self._closing:
+            try:
+                self._listen_until_done()
+                return
+            except Exception:  # noqa: BLE001 - the listener must not die silently
+                log.exception("%s: the GET stream failed; reopening it", self.name)
+                self._listening.set()
+                failures += 1
+                delay = min(MAX_RECONNECT_DELAY, RECONNECT_DELAY * 2 ** (failures - 1))
+                if not self._pause(None, None, delay, listener=True):
+                    return
+
+    def _listen_until_done(self) -> None:
         last_id: str | None = None
         session = self.session_id
         failures = 0
@@ -399,8 +419,11 @@ class StreamableHttpTransport(Transport):
             finally:
                 self._listening.set()
             failures = 0
-            parser = SseParser(last_id)
-            self._pump(response, parser, None, None, idle_timeout=LISTEN_READ_TIMEOUT)
+            parser = self.channel.parser(last_id)
+            try:
+                self._pump(response, parser, None, None, idle_timeout=LISTEN_READ_TIMEOUT)
+            except TransportError as exc:  # an event over the size limit: dropped with its stream
+                log.warning("%s: the GET stream was dropped: %s", self.name, exc)
             last_id, retry = parser.last_event_id, parser.retry
             if not self._pause(retry, None, listener=True):
                 return

@@ -13,7 +13,6 @@ Nothing here knows JSON-RPC: these move bytes and events.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -31,6 +30,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..errors import TransportError
+from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message, too_large
 from .sse_events import SseEvent, SseParser
 
 log = logging.getLogger("raider_sync.transports.http")
@@ -96,13 +96,16 @@ class HttpChannel:
 
     ``headers`` are sent on every request; ``headers_helper`` is run by :meth:`open` (and again
     after a 401/403) with ``env`` plus CLAUDE_CODE_MCP_SERVER_NAME/URL, its JSON object of
-    headers laid over ``headers``.
+    headers laid over ``headers``. A body or event over ``max_message_size`` bytes is refused
+    with a TransportError naming the limit, having held no more than that in memory.
     """
 
     def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
-                 headers_helper: str | None = None, env: Mapping[str, str] | None = None):
+                 headers_helper: str | None = None, env: Mapping[str, str] | None = None,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.url = url
         self.name = name
+        self.max_message_size = max_message_size
         self.static_headers = dict(headers or {})
         self.headers_helper = headers_helper
         self.env = dict(os.environ if env is None else env)
@@ -158,7 +161,7 @@ class HttpChannel:
             err = excerpt(done.stderr.decode("utf-8", "replace")) or "no output on stderr"
             raise TransportError(f"{what} exited with code {done.returncode}: {err}")
         try:
-            value = json.loads(done.stdout)
+            value = decode_message(done.stdout)
         except ValueError as exc:
             raise TransportError(f"{what} did not print a JSON object: "
                                  f"{excerpt(done.stdout.decode('utf-8', 'replace'), 100)}") from exc
@@ -240,7 +243,7 @@ class HttpChannel:
         body = self.read_excerpt(response)
         message = body
         try:
-            error = json.loads(body).get("error")
+            error = decode_message(body).get("error")
             if isinstance(error, dict) and error.get("message"):
                 message = str(error["message"])
         except (ValueError, AttributeError):
@@ -260,9 +263,33 @@ class HttpChannel:
         return excerpt(raw.decode("utf-8", "replace"))
 
     def read_body(self, response: requests.Response, deadline: float | None) -> bytes:
-        """The whole body, each read bounded by ``deadline``. Raises TransportError."""
-        parts = list(self.chunks(response, deadline, strict=True))
+        """The whole body, each read bounded by ``deadline``. Raises TransportError, also for
+        a body over ``max_message_size`` bytes (of which no more is read)."""
+        limit = self.max_message_size
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            response.close()
+            raise self.too_large("an answer")
+        parts: list[bytes] = []
+        size = 0
+        chunks = self.chunks(response, deadline, strict=True)
+        try:
+            for chunk in chunks:
+                size += len(chunk)
+                if size > limit:
+                    raise self.too_large("an answer")
+                parts.append(chunk)
+        finally:
+            chunks.close()
         return b"".join(parts)
+
+    def too_large(self, what: str) -> TransportError:
+        """The error of a received ``what`` over ``max_message_size``."""
+        return TransportError(too_large(self.name, what, self.max_message_size))
+
+    def parser(self, last_event_id: str | None = None) -> SseParser:
+        """An event-stream parser bounded by ``max_message_size``."""
+        return SseParser(last_event_id, max_size=self.max_message_size)
 
     def chunks(self, response: requests.Response, deadline: float | None,
                strict: bool = False, idle_timeout: float | None = None) -> Iterator[bytes]:
@@ -306,9 +333,19 @@ class HttpChannel:
 
     def events(self, response: requests.Response, parser: SseParser,
                deadline: float | None, idle_timeout: float | None = None) -> Iterator[SseEvent]:
-        """The events of an event-stream response (see :meth:`chunks`)."""
-        for chunk in self.chunks(response, deadline, idle_timeout=idle_timeout):
-            yield from parser.feed(chunk)
+        """The events of an event-stream response (see :meth:`chunks`). Raises
+        TransportError for a line or event over the parser's size limit (the response is
+        closed)."""
+        chunks = self.chunks(response, deadline, idle_timeout=idle_timeout)
+        try:
+            for chunk in chunks:
+                try:
+                    events = parser.feed(chunk)
+                except MessageTooLong:
+                    raise self.too_large("an event") from None
+                yield from events
+        finally:
+            chunks.close()
 
     def drain(self, response: requests.Response, seconds: float) -> None:
         """Read what is left of a body for up to ``seconds``, so that its connection can be

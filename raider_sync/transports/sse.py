@@ -21,12 +21,14 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from ..errors import ConnectionClosed, TransportError
-from .base import Closed, Deliver, Transport, deliver_json, encode_message
+from .base import DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, Transport, deliver_json, encode_message
 from .http_common import JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, media_type
-from .sse_events import SseParser
 
 log = logging.getLogger("raider_sync.transports.sse")
 
+#: said when an ``sse`` entry seems to point at a Streamable HTTP endpoint
+HTTP_HINT = ('it looks like a Streamable HTTP endpoint, not a legacy SSE one: use "type": "http" '
+             'for this server')
 #: seconds of silence after which the stream counts as dropped (servers send keep-alives)
 READ_TIMEOUT = 300.0
 DEFAULT_START_TIMEOUT = 30.0
@@ -36,15 +38,18 @@ class LegacySseTransport(Transport):
     """An MCP server speaking the 2024-11-05 HTTP+SSE transport at ``url``.
 
     ``headers`` (and those of ``headers_helper``, run with ``env``) go with the GET and every
-    POST.
+    POST. An event over ``max_message_size`` bytes ends the connection (the error names the
+    limit).
     """
 
     def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
-                 headers_helper: str | None = None, env: Mapping[str, str] | None = None):
+                 headers_helper: str | None = None, env: Mapping[str, str] | None = None,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.url = url
         self.name = name
         self.channel = HttpChannel(url, name=name, headers=headers,
-                                   headers_helper=headers_helper, env=env)
+                                   headers_helper=headers_helper, env=env,
+                                   max_message_size=max_message_size)
         self.endpoint: str | None = None
         self._endpoint_known = threading.Event()
         self._refusal: TransportError | None = None
@@ -63,18 +68,25 @@ class LegacySseTransport(Transport):
             response = self.channel.request("GET", self.url, extra_headers={"Accept": SSE_TYPE},
                                             deadline=deadline)
             if response.status_code >= 400:
-                raise self.channel.failure(response, f"MCP server {self.name!r} (GET)")
+                failure = self.channel.failure(response, f"MCP server {self.name!r} (GET)")
+                if _streamable_refusal(failure):
+                    raise TransportError(f"{failure}; {HTTP_HINT}", failure.status_code,
+                                         failure.body)
+                raise failure
             if media_type(response) != SSE_TYPE:
                 response.close()
+                hint = f"; {HTTP_HINT}" if media_type(response) == JSON_TYPE else ""
                 raise TransportError(f"MCP server {self.name!r} answered the GET with "
                                      f"{media_type(response) or 'no content type'}, not an event "
-                                     f"stream", response.status_code)
+                                     f"stream{hint}", response.status_code)
             self._reader = threading.Thread(target=self._read, args=(response, deliver, closed),
                                             name=f"raider-{self.name}-sse", daemon=True)
             self._reader.start()
             if not self._endpoint_known.wait(max(0.0, deadline - time.monotonic())):
+                waited = timeout or DEFAULT_START_TIMEOUT
                 raise TransportError(f"MCP server {self.name!r} sent no endpoint event within "
-                                     f"{timeout or DEFAULT_START_TIMEOUT:g} s")
+                                     f"{waited:g} s (if the URL is a Streamable HTTP endpoint, "
+                                     f"use \"type\": \"http\")")
             if self._refusal is not None:
                 raise self._refusal
             if self.endpoint is None:
@@ -118,19 +130,34 @@ class LegacySseTransport(Transport):
     # -- the stream ----------------------------------------------------------------------
 
     def _read(self, response: requests.Response, deliver: Deliver, closed: Closed) -> None:
-        parser = SseParser()
+        parser = self.channel.parser()
+        error: TransportError | None = None
         try:
             for event in self.channel.events(response, parser, None, idle_timeout=READ_TIMEOUT):
                 if event.event == "endpoint":
                     self._take_endpoint(event.data.strip())
                     if self._refusal is not None:
                         return
+                elif event.event == "message" and self.endpoint is None:
+                    self._refusal = TransportError(
+                        f"MCP server {self.name!r} sent a message before naming its endpoint; "
+                        f"{HTTP_HINT}")
+                    return
                 elif event.event == "message":
                     deliver_json(event.data, deliver, log, self.name, "an event")
+        except TransportError as exc:  # an event over the size limit
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - never end the reader without saying so
+            log.exception("%s: reading the event stream failed", self.name)
+            error = TransportError(f"MCP server {self.name!r}: reading the event stream "
+                                   f"failed: {type(exc).__name__}: {exc}")
         finally:
+            if error is not None and self.endpoint is None and self._refusal is None:
+                self._refusal = error  # start() raises it
             self._endpoint_known.set()
         if not self._closing and self.endpoint is not None:  # before that, start() raises
-            closed(ConnectionClosed(f"MCP server {self.name!r} ended its event stream"))
+            closed(ConnectionClosed(str(error) if error is not None else
+                                    f"MCP server {self.name!r} ended its event stream"))
 
     def _take_endpoint(self, value: str) -> None:
         endpoint = urljoin(self.url, value)
@@ -148,3 +175,13 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     scheme = parts.scheme.lower()
     port = parts.port or {"http": 80, "https": 443}.get(scheme)
     return scheme, (parts.hostname or "").lower(), port
+
+
+def _streamable_refusal(failure: TransportError) -> bool:
+    """Whether the GET was refused as a Streamable HTTP endpoint refuses a GET without a
+    session: 405 (no GET stream), 406 (it wants both media types in Accept), or 400 about
+    the session or with a JSON-RPC error."""
+    if failure.status_code in (405, 406):
+        return True
+    body = failure.body.lower()
+    return failure.status_code == 400 and ("session" in body or '"jsonrpc"' in body)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
+from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong
+
 
 class SseEvent(NamedTuple):
     """One dispatched event: its type (``message`` unless named), data, and the last event id."""
@@ -33,14 +35,21 @@ class SseParser:
     ``last_event_id`` is the id of the last complete event (data-less ones included, such as
     priming events); ``retry`` the reconnection delay in ms the server last asked for, or None.
     Comment lines, unknown fields and an unfinished event at the end of a stream are ignored.
+    A line, or the data of one event, longer than ``max_size`` bytes raises MessageTooLong
+    from :meth:`feed`; no more than about that much is ever held.
     """
 
-    __slots__ = ("last_event_id", "retry", "_partial", "_after_cr", "_data", "_event", "_id")
+    __slots__ = ("last_event_id", "retry", "max_size", "_partial", "_partial_size",
+                 "_after_cr", "_data", "_data_size", "_event", "_id")
 
-    def __init__(self, last_event_id: str | None = None):
+    def __init__(self, last_event_id: str | None = None,
+                 max_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.last_event_id = last_event_id
         self.retry: int | None = None
+        self.max_size = max_size
         self._partial: list[bytes] = []   # pieces of a line not yet ended
+        self._partial_size = 0
+        self._data_size = 0
         self._after_cr = False            # the last chunk ended in \r: a leading \n belongs to it
         self._data: list[str] = []
         self._event = ""
@@ -49,13 +58,14 @@ class SseParser:
     def reconnected(self) -> None:
         """A new connection continues the stream: drop the unfinished line and event of the
         old one, keep ``last_event_id`` and ``retry``."""
-        self._partial = []
+        self._partial, self._partial_size = [], 0
         self._after_cr = False
-        self._data, self._event = [], ""
+        self._data, self._data_size, self._event = [], 0, ""
         self._id = self.last_event_id
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        """Parse ``chunk``; return the events it completed (possibly none)."""
+        """Parse ``chunk``; return the events it completed (possibly none). Raises
+        MessageTooLong for a line or an event's data over ``max_size`` bytes."""
         if self._after_cr:
             self._after_cr = False
             if chunk[:1] == b"\n":
@@ -65,6 +75,10 @@ class SseParser:
             last = piece[-1:]
             if last != b"\n" and last != b"\r":
                 self._partial.append(piece)  # the chunk ended mid-line
+                self._partial_size += len(piece)
+                if self._partial_size > self.max_size:
+                    self._partial, self._partial_size = [], 0
+                    raise MessageTooLong(self.max_size)
                 continue
             if piece.endswith(b"\r\n"):
                 line = piece[:-2]
@@ -75,7 +89,9 @@ class SseParser:
             if self._partial:
                 self._partial.append(line)
                 line = b"".join(self._partial)
-                self._partial = []
+                self._partial, self._partial_size = [], 0
+            if len(line) > self.max_size:
+                raise MessageTooLong(self.max_size)
             event = self._line(line)
             if event is not None:
                 events.append(event)
@@ -92,6 +108,10 @@ class SseParser:
         if colon and value[:1] == b" ":
             value = value[1:]
         if field == b"data":
+            self._data_size += len(value) + 1
+            if self._data_size > self.max_size:
+                self._data, self._data_size = [], 0
+                raise MessageTooLong(self.max_size)
             self._data.append(value.decode("utf-8", "replace"))
         elif field == b"event":
             self._event = value.decode("utf-8", "replace")
@@ -106,7 +126,7 @@ class SseParser:
     def _dispatch(self) -> SseEvent | None:
         self.last_event_id = self._id
         data, event = "\n".join(self._data), self._event
-        self._data, self._event = [], ""
+        self._data, self._data_size, self._event = [], 0, ""
         if not data:
             return None  # no data: nothing to dispatch, but the id above counts (priming)
         return SseEvent(event or "message", data, self.last_event_id)

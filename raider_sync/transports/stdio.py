@@ -17,7 +17,8 @@ import threading
 import time
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout
-from .base import Closed, Deliver, Transport, deliver_json, encode_message
+from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, MessageTooLong, Transport,
+                   deliver_json, encode_message, looks_like_jsonrpc, read_lines, too_large)
 
 STDERR_TAIL_LINES = 50
 _STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
@@ -60,12 +61,20 @@ class StdioTransport(Transport):
     """A local MCP server process spoken to over its stdin and stdout.
 
     ``close()`` closes stdin, waits ``kill_grace`` s for the process to exit, sends SIGTERM to
-    its process group, waits ``kill_grace`` s more, then SIGKILLs the group.
+    its process group, waits ``kill_grace`` s more, then SIGKILLs the group. A line on stdout
+    longer than ``max_message_size`` bytes ends the connection (its error names the limit);
+    at most that much of it is held in memory.
     """
 
     def __init__(self, command: str, args: list[str], *, env: dict[str, str] | None = None,
-                 cwd: str | None = None, name: str = "stdio", kill_grace: float = 2.0):
+                 cwd: str | None = None, name: str = "stdio", kill_grace: float = 2.0,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.command = command
+        self.max_message_size = max_message_size
+        #: lines on stdout that were not JSON-RPC, the first of them, and the messages that were
+        self.noise_lines = 0
+        self.first_noise: str | None = None
+        self.messages_seen = 0
         self.args = list(args)
         self.env = env
         self.cwd = cwd
@@ -230,18 +239,50 @@ class StdioTransport(Transport):
 
     def _read_stdout(self, deliver: Deliver, closed: Closed) -> None:
         stdout = self._proc.stdout  # type: ignore[union-attr]
+        error: BaseException | None = None
         try:
-            for line in stdout:  # type: ignore[union-attr]
+            for line in read_lines(stdout, self.max_message_size):
                 line = line.strip()
                 if line:
-                    deliver_json(line, deliver, self.log, self.name, "a line on stdout")
+                    self._take_line(line, deliver)
+        except MessageTooLong:
+            error = ConnectionClosed(too_large(self.name, "a line on stdout",
+                                               self.max_message_size), self.stderr_tail)
+            self.log.warning("%s", error)
         except (OSError, ValueError):
             pass  # the pipe was closed under us: we are stopping
+        except Exception as exc:  # noqa: BLE001 - never end the reader without saying so
+            self.log.exception("%s: reading stdout failed", self.name)
+            error = ConnectionClosed(f"MCP server {self.name!r}: reading its stdout failed: "
+                                     f"{type(exc).__name__}: {exc}", self.stderr_tail)
         if self._closing:
             return
-        # the process is gone or closed stdout: give stderr a moment to say why
-        self._stderr_done.wait(_STDERR_DRAIN_SECONDS)
-        closed(ConnectionClosed(self._gone_message("it closed its stdout"), self.stderr_tail))
+        if error is None:
+            # the process is gone or closed stdout: give stderr a moment to say why
+            self._stderr_done.wait(_STDERR_DRAIN_SECONDS)
+            error = ConnectionClosed(self._gone_message("it closed its stdout"),
+                                     self.stderr_tail)
+        closed(error)
+
+    def _take_line(self, line: bytes, deliver: Deliver) -> None:
+        message = deliver_json(line, deliver, self.log, self.name, "a line on stdout")
+        if looks_like_jsonrpc(message):
+            self.messages_seen += 1
+            return
+        self.noise_lines += 1
+        if self.first_noise is None:
+            self.first_noise = line[:200].decode("utf-8", "replace")
+
+    @property
+    def diagnosis(self) -> str | None:
+        """What explains a server that never answered: the lines it wrote to stdout that are
+        not JSON-RPC, when it wrote no JSON-RPC at all (else None)."""
+        if not self.noise_lines or self.messages_seen:
+            return None
+        lines = "line that is" if self.noise_lines == 1 else f"{self.noise_lines} lines that are"
+        return (f"the server wrote {lines} not JSON-RPC to stdout (an MCP stdio server must "
+                f"write only JSON-RPC messages there, its logs to stderr), first: "
+                f"{self.first_noise!r}")
 
     def _read_stderr(self) -> None:
         stderr = self._proc.stderr  # type: ignore[union-attr]

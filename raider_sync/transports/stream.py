@@ -10,7 +10,8 @@ import threading
 from typing import BinaryIO
 
 from ..errors import ConnectionClosed
-from .base import Closed, Deliver, Transport, deliver_json
+from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, MessageTooLong, Transport,
+                   deliver_json, read_lines, size_text)
 from .stdio import encode_line
 
 log = logging.getLogger("raider_sync.transports.stream")
@@ -18,10 +19,13 @@ log = logging.getLogger("raider_sync.transports.stream")
 
 class StreamTransport(Transport):
     """Reads messages from ``reader`` on thread ``raider-<name>-reader``; writes to ``writer``
-    under a lock. ``close()`` closes the writer and joins the reader (which ends at EOF)."""
+    under a lock. ``close()`` closes the writer and joins the reader (which ends at EOF). A
+    line longer than ``max_message_size`` bytes ends the input."""
 
-    def __init__(self, reader: BinaryIO, writer: BinaryIO, *, name: str = "stream"):
+    def __init__(self, reader: BinaryIO, writer: BinaryIO, *, name: str = "stream",
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.reader = reader
+        self.max_message_size = max_message_size
         self.writer = writer
         self.name = name
         self._lock = threading.Lock()
@@ -57,11 +61,18 @@ class StreamTransport(Transport):
             self._thread.join(5)
 
     def _read(self, deliver: Deliver, closed: Closed) -> None:
+        why = "input ended"
         try:
-            for line in self.reader:
+            for line in read_lines(self.reader, self.max_message_size):
                 line = line.strip()
                 if line:
                     deliver_json(line, deliver, log, self.name, "a line")
+        except MessageTooLong:
+            why = f"a line longer than {size_text(self.max_message_size)} ended the input"
+            log.warning("%s: %s", self.name, why)
         except (OSError, ValueError):
             pass
-        closed(ConnectionClosed(f"{self.name}: input ended"))
+        except Exception as exc:  # noqa: BLE001 - never end the reader without saying so
+            log.exception("%s: reading failed", self.name)
+            why = f"reading failed: {type(exc).__name__}: {exc}"
+        closed(ConnectionClosed(f"{self.name}: {why}"))

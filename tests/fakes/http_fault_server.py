@@ -20,7 +20,11 @@ Options (attributes, may be changed while running):
 Tools: echo, cut (SSE answer cut mid-chunk after a progress event, answer on resume), drop
 (SSE ended cleanly with no answer and no event id), garbage (junk SSE lines around the answer),
 endless (keep-alives until the client goes), fail500, notjson, wrongid (a JSON answer to
-another request), stalljson (a JSON body that stops half way, a byte a while).
+another request), stalljson (a JSON body that stops half way, a byte a while), deep (an event
+nested too deeply for a JSON parser, then the answer), huge (an event whose data line has
+``huge_bytes`` bytes, then the answer), hugejson (a chunked JSON body of ``huge_bytes``).
+get_stream "deep" sends a too-deeply nested event, then a list_changed notification. On the
+legacy stream, the tools deep and huge do the same before their answer.
 """
 from __future__ import annotations
 
@@ -32,7 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 TOOLS = ["echo", "cut", "drop", "garbage", "endless", "fail500", "notjson", "wrongid",
-         "stalljson"]
+         "stalljson", "deep", "huge", "hugejson"]
+DEEP = "[" * 100000 + "]" * 100000
 
 
 class _Server(ThreadingHTTPServer):
@@ -51,6 +56,7 @@ class FaultServer:
         self.initialize = "ok"
         self.legacy_endpoint = "/messages?session=L1"
         self.drop_posts = 0
+        self.huge_bytes = 32 << 20
         for key, value in options.items():
             if not hasattr(self, key):
                 raise TypeError(f"unknown option {key}")
@@ -185,6 +191,23 @@ def _handler(fake: FaultServer):
                 text += f"id: {event_id}\n"
             self._chunk(text + f"data: {json.dumps(message)}\n\n")
 
+        def _huge_event(self) -> bool:
+            """An event whose data line has fake.huge_bytes bytes, in pieces; False when the
+            client went away meanwhile."""
+            piece = "x" * (1 << 20)
+            try:
+                self._chunk('data: {"jsonrpc": "2.0", "method": "notifications/message", '
+                            '"params": {"data": "')
+                left = fake.huge_bytes
+                while left > 0:
+                    self._chunk(piece[:left])
+                    left -= len(piece)
+                self._chunk('"}}\n\n')
+            except OSError:
+                self.close_connection = True
+                return False
+            return True
+
         def _prime(self, event_id: str) -> None:
             if fake.priming:
                 retry = f"retry: {fake.retry_ms}\n" if fake.retry_ms is not None else ""
@@ -286,6 +309,35 @@ def _handler(fake: FaultServer):
                 return
             if name == "wrongid":
                 return self._json({**text, "id": "someone-else"})
+            if name == "deep":
+                self._start_stream()
+                self._chunk(f"data: {DEEP}\n\n")
+                self._event(text, "d1")
+                self._end_stream()
+                return
+            if name == "huge":
+                self._start_stream()
+                if self._huge_event():
+                    self._event(text, "h1")
+                    self._end_stream()
+                return
+            if name == "hugejson":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    head = {"jsonrpc": "2.0", "id": msg_id, "result": {"content": []}}
+                    self._chunk(json.dumps(head)[:-2] + ', "pad": "')
+                    piece, left = "x" * (1 << 20), fake.huge_bytes
+                    while left > 0:
+                        self._chunk(piece[:left])
+                        left -= len(piece)
+                    self._chunk('"}}')
+                    self._end_stream()
+                except OSError:
+                    self.close_connection = True
+                return
             if name == "cut":
                 self._start_stream()
                 self._prime("c1")
@@ -352,6 +404,9 @@ def _handler(fake: FaultServer):
             if fake.retry_ms is not None:
                 self._chunk(f"retry: {fake.retry_ms}\n\n")
             note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            if fake.get_stream == "deep" and last is None:
+                self._chunk(f"id: g0\ndata: {DEEP}\n\n")
+                self._event(note, "g1")
             if fake.get_stream == "close" and last is None:
                 self._event(note, "g1")
                 self._end_stream()
@@ -399,9 +454,16 @@ def _handler(fake: FaultServer):
                 result = {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}},
                           "serverInfo": {"name": "fault-legacy", "version": "1"}}
             elif method == "tools/list":
-                result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+                result = {"tools": [{"name": n, "inputSchema": {"type": "object"}}
+                                    for n in ("echo", "deep", "huge")]}
             else:
                 result = {"content": [{"type": "text", "text": "legacy echo"}]}
+                tool = (body.get("params") or {}).get("name")
+                with lock:
+                    if tool == "deep":
+                        stream._chunk(f"data: {DEEP}\n\n")
+                    elif tool == "huge" and not stream._huge_event():
+                        return
             with lock:
                 stream._event({"jsonrpc": "2.0", "id": body["id"], "result": result})
 
