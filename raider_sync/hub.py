@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import launch
 from .config import McpConfig, ServerSpec, find_named
 from .errors import UnknownServer, UnknownTool
 from .futures import all_done, failed, then
@@ -36,10 +37,14 @@ _DEFAULT_TIMEOUT_S = 60.0
 @dataclass(frozen=True)
 class ReloadResult:
     """What :meth:`McpHub.reload` changed, by server name. A changed server (or a failed one
-    that is retried) is in both ``stopped`` and ``started``."""
+    that is retried) is in both ``stopped`` and ``started``. ``reasons`` says why each started
+    or stopped server was: ``new``, ``removed``, ``changed: args, env (API_KEY)`` (names of
+    variables and headers, never values), ``retried: it had failed``, ``restarted: it had
+    stopped``."""
     kept: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -230,19 +235,24 @@ class McpHub:
                 old = dict(self._clients)
             clients: dict[str, McpServer] = {}
             kept, started, retired = [], [], []
+            reasons: dict[str, str] = {}
             for spec in config.servers:
                 existing = old.get(spec.name)
                 candidate = self._new_client(spec)
-                if (existing is not None and existing.fingerprint == candidate.fingerprint
-                        and existing.status not in ("failed", "stopped")):
-                    clients[spec.name] = existing
+                reason = _restart_reason(existing, candidate)
+                if reason is None:
+                    clients[spec.name] = existing  # type: ignore[assignment]
                     kept.append(spec.name)
                     continue
                 clients[spec.name] = candidate
                 started.append(spec.name)
+                reasons[spec.name] = reason
                 if existing is not None:
                     retired.append(existing)
-            retired += [client for name, client in old.items() if name not in clients]
+            for name, client in old.items():
+                if name not in clients:
+                    retired.append(client)
+                    reasons[name] = "removed"
             with self._lock:
                 self._clients = clients
                 self.config = config
@@ -251,7 +261,7 @@ class McpHub:
             if start:
                 for name in started:
                     clients[name].start_f()
-        return ReloadResult(kept, started, [client.name for client in retired])
+        return ReloadResult(kept, started, [client.name for client in retired], reasons)
 
     def stop(self) -> None:
         """Stop every server and mounted tool server, all in parallel; returns when they are
@@ -260,6 +270,21 @@ class McpHub:
             self._started = False
             everything = list(self._clients.values()) + list(self._mounted)
         _stop_all(everything)
+
+
+def _restart_reason(existing: McpServer | None, candidate: McpServer) -> str | None:
+    """Why reload replaces ``existing`` with ``candidate`` (None: it keeps it)."""
+    if existing is None:
+        return "new"
+    if existing.status == "failed":
+        return "retried: it had failed"
+    if existing.status == "stopped":
+        return "restarted: it had stopped"
+    if existing.fingerprint == candidate.fingerprint:
+        return None
+    before = launch.fingerprint_parts(existing.spec, existing.base_env)
+    after = launch.fingerprint_parts(candidate.spec, candidate.base_env)
+    return f"changed: {launch.what_changed(before, after) or 'the prefix'}"
 
 
 def _stop_all(servers: list[Any]) -> None:

@@ -54,17 +54,48 @@ def child_env(spec: ServerSpec, base_env: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def fingerprint(spec: ServerSpec, base_env: Mapping[str, str]) -> str:
-    """What the server is started with, as one string: the transport, the command, arguments,
-    working and project directory and whole environment of a stdio server, the URL and
-    headers of an HTTP one, the tool prefix and the call timeout. Equal fingerprints talk to
-    the same thing. A digest, so secrets in env and headers are never shown."""
+def fingerprint_parts(spec: ServerSpec, base_env: Mapping[str, str]) -> dict[str, Any]:
+    """What the server is started with, field by field (see :func:`fingerprint`).
+
+    The project directory counts where the server sees it: as CLAUDE_PROJECT_DIR in a stdio
+    server's environment (the entry's ``projectDir``, else the working directory, so a file
+    loaded from the working directory and the same dict given to ``from_dict`` agree), and
+    as the folder a ``headersHelper`` runs in."""
     if spec.transport == "stdio":
         what: dict[str, Any] = {"command": spec.command, "args": spec.args, "cwd": spec.cwd,
-                                "project_dir": spec.project_dir,
                                 "env": child_env(spec, base_env)}
     else:
         what = {"url": spec.url, "headers": spec.headers, "headers_helper": spec.headers_helper}
-    what.update(transport=spec.transport, prefix=spec.key, timeout=call_timeout(spec))
+        if spec.headers_helper:
+            what["project_dir"] = spec.project_dir or os.getcwd()
+    what.update(transport=spec.transport, prefix=spec.key, timeout=call_timeout(spec),
+                max_message_size=spec.max_message_size)
+    return what
+
+
+def fingerprint(spec: ServerSpec, base_env: Mapping[str, str]) -> str:
+    """What the server is started with, as one string: the transport, the command, arguments,
+    working directory and whole environment (CLAUDE_PROJECT_DIR included) of a stdio server,
+    the URL and headers of an HTTP one, the tool prefix, the call timeout and the message size
+    limit. Equal fingerprints talk to the same thing. A digest, so secrets in env and headers
+    are never shown."""
+    what = fingerprint_parts(spec, base_env)
     digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
     return f"{spec.transport}:{spec.key}:{digest[:32]}"
+
+
+def what_changed(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """The fields in which two :func:`fingerprint_parts` differ, for people: ``args, env
+    (API_KEY)``. Names of variables and headers only, never their values."""
+    changes = []
+    for field in sorted(set(old) | set(new)):
+        before, after = old.get(field), new.get(field)
+        if before == after:
+            continue
+        if isinstance(before, dict) and isinstance(after, dict):
+            names = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+            shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+            changes.append(f"{field} ({shown})")
+        else:
+            changes.append(field)
+    return ", ".join(changes)
