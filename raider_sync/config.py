@@ -235,7 +235,7 @@ class McpConfig:
         """Validate ``{"mcpServers": {name: entry}}`` (or VS Code's ``{"servers": ...,
         "inputs": [...]}``). Raises ConfigError with every problem. A server whose key (the
         name normalised for tool names) another server has already is refused with a
-        warning; so is a file with neither ``mcpServers`` nor ``servers``."""
+        warning; so is an object with keys but neither ``mcpServers`` nor ``servers``."""
         env = os.environ if env is None else env
         entries, warnings = _entries(data, source)
         predefined = _predefined(env, project_dir)
@@ -300,8 +300,8 @@ def _entries(data: Any, source: str) -> tuple[list[tuple[str, str, Any]], list[s
                                 f"configured under {present[0]}")
                 continue
             entries.append((f"{key}.{name}", name, entry))
-    if not present:
-        keys = ", ".join(sorted(str(k) for k in data)) or "none"
+    if not present and data:  # an empty object is an empty config
+        keys = ", ".join(sorted(str(k) for k in data))
         warnings.append(f"{source}: no \"mcpServers\" (Claude Code, Cursor) or \"servers\" "
                         f"(VS Code) object, so no servers (top-level keys: {keys})")
     if "inputs" in data and not isinstance(data["inputs"], list):
