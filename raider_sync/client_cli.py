@@ -16,7 +16,7 @@ import time
 from concurrent.futures import wait
 from typing import Any
 
-from .config import McpConfig
+from .config import McpConfig, ServerSpec
 from .errors import ConfigError, RaiderError
 from .server import McpServer
 
@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     command("servers", run_servers, "start every configured server and show its status")
     parser = command("tools", run_tools, "list the tools of the configured servers")
     parser.add_argument("server", nargs="?", help="only this server")
-    parser = command("call", run_call, "call a tool by its mcp__SERVER__TOOL name")
+    parser = command("call", run_call, "call a tool by its mcp__SERVER__TOOL name (starts only "
+                                       "that server)")
     parser.add_argument("tool")
     parser.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds the call may take")
@@ -79,9 +80,13 @@ class _Servers:
     progress while they start.
     """
 
-    def __init__(self, args, only: str | None = None):
+    def __init__(self, args, only: str | None = None, tool: str | None = None):
         config = load_config(args.config)
-        specs = [config.server(only)] if only else config.servers
+        if only:
+            specs = [config.server(only)]
+        else:
+            owner = owner_of_tool(config, tool) if tool else None
+            specs = [owner] if owner is not None else config.servers
         self.line = StatusLine() if sys.stderr.isatty() and not getattr(args, "json", False) else None
         on_status = self.line.changed if self.line else None
         self.servers = [McpServer(spec, on_status=on_status) for spec in specs]
@@ -99,6 +104,13 @@ class _Servers:
 
     def __exit__(self, *exc) -> None:
         wait([server.stop_f() for server in self.servers], timeout=START_TIMEOUT_S)
+
+
+def owner_of_tool(config: McpConfig, tool: str) -> ServerSpec | None:
+    """The configured server a tool name ``mcp__KEY__TOOL`` belongs to (the longest key that
+    fits, as keys may hold ``__``), else None."""
+    owners = [spec for spec in config.servers if tool.startswith(f"mcp__{spec.key}__")]
+    return max(owners, key=lambda spec: len(spec.key)) if owners else None
 
 
 class StatusLine:
@@ -224,7 +236,7 @@ def run_tools(args) -> int:
 @_guard
 def run_call(args) -> int:
     arguments = _json_arg(args.args, "--args")
-    with _Servers(args) as servers:
+    with _Servers(args, tool=args.tool) as servers:  # only the tool's server, when named
         server = _server_for_tool(servers, args.tool)
         result = server.call_tool(args.tool, arguments, timeout=args.timeout)
     if args.json:
