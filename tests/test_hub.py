@@ -217,7 +217,7 @@ def test_reload_keeps_unchanged_clients_and_replaces_the_rest(hubs):
 def test_reload_before_start_starts_nothing(hubs):
     hub = hubs({"demo": DEMO})
     result = hub.reload(config_of({"demo": DEMO, "sdk": SDK}))
-    assert result == ReloadResult(kept=["demo"], started=["sdk"], stopped=[])
+    assert result == ReloadResult(kept=["demo"], started=["sdk"], stopped=[], reasons={"sdk": "new"})
     assert hub.statuses() == {"demo": "configured", "sdk": "configured"}
     assert hub.start_f().result(60).statuses() == {"demo": "connected", "sdk": "connected"}
     unchanged = hub.reload(hub.config)

@@ -21,6 +21,7 @@ from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, MessageTooLong, Tr
                    deliver_json, encode_message, looks_like_jsonrpc, read_lines, too_large)
 
 STDERR_TAIL_LINES = 50
+_STDERR_LINE_BYTES = 64 * 1024
 _STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
 _EXIT_CODE_WAIT_SECONDS = 0.2
 
@@ -287,13 +288,16 @@ class StdioTransport(Transport):
     def _read_stderr(self) -> None:
         stderr = self._proc.stderr  # type: ignore[union-attr]
         try:
-            for raw in stderr:  # type: ignore[union-attr]
+            # a line with no end is kept in pieces: the tail stays bounded
+            for raw in iter(lambda: stderr.readline(_STDERR_LINE_BYTES), b""):  # type: ignore[union-attr]
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 if line.strip():
                     self._tail.append(line)
                     self.log.debug("%s", line)
         except (OSError, ValueError):
             pass
+        except Exception:  # noqa: BLE001 - the log reader must not die silently
+            self.log.exception("%s: reading stderr failed", self.name)
         finally:
             self._stderr_done.set()
 

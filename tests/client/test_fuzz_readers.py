@@ -21,7 +21,7 @@ from raider_sync.transports.stdio import StdioTransport
 
 LIMIT = 64 * 1024
 WAIT = 20.0
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 piece = st.one_of(
