@@ -8,7 +8,7 @@ import tracemalloc
 
 import pytest
 from conftest import config_of, poll
-from fakes.http_fault_server import FaultServer
+from fakes.http_fault_server import fault_servers
 
 from raider_sync import ConnectionClosed, McpServer, TransportError
 
@@ -18,16 +18,8 @@ MiB = 1 << 20
 
 @pytest.fixture
 def fake():
-    servers: list[FaultServer] = []
-
-    def make(**options) -> FaultServer:
-        server = FaultServer(**options).__enter__()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.stop()
+    """``fake(**options)``: a started FaultServer, stopped afterwards."""
+    yield from fault_servers()
 
 
 @pytest.fixture
@@ -71,35 +63,27 @@ def test_a_deep_event_on_the_legacy_stream_is_skipped(fake, connect):
     assert client.status == "connected"
 
 
-def test_an_event_over_the_limit_fails_its_request_not_the_connection(fake, connect):
-    server = fake(huge_bytes=40 * MiB)
-    client = connect(server.url, max_message_size=2 * MiB)
+def peak_of_failed_call(client: McpServer, tool: str) -> tuple[BaseException, int]:
+    """The error ``tool`` fails with, and the peak of memory traced meanwhile."""
     tracemalloc.start()
     try:
         with pytest.raises(TransportError) as caught:
-            client.call_tool("huge", {}, timeout=30)
-        _, peak = tracemalloc.get_traced_memory()
+            client.call_tool(tool, {}, timeout=30)
+        return caught.value, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert "maximum message size of 2 MiB" in str(caught.value)
+
+
+@pytest.mark.parametrize("answer, tool", [("sse", "huge"), ("json", "hugejson")])
+def test_an_answer_over_the_limit_fails_its_request_not_the_connection(fake, connect, answer,
+                                                                        tool):
+    server = fake(answer=answer, huge_bytes=40 * MiB)
+    client = connect(server.url, max_message_size=2 * MiB)
+    error, peak = peak_of_failed_call(client, tool)
+    assert "maximum message size of 2 MiB" in str(error)
     assert peak < 8 * MiB, f"peak {peak / MiB:.1f} MiB"
     assert text_of(client.call_tool("echo", {}, timeout=10)) == "echo: {}"
     assert client.status == "connected"
-
-
-def test_a_json_body_over_the_limit_fails_its_request(fake, connect):
-    server = fake(answer="json", huge_bytes=40 * MiB)
-    client = connect(server.url, max_message_size=2 * MiB)
-    tracemalloc.start()
-    try:
-        with pytest.raises(TransportError) as caught:
-            client.call_tool("hugejson", {}, timeout=30)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert "maximum message size of 2 MiB" in str(caught.value)
-    assert peak < 8 * MiB, f"peak {peak / MiB:.1f} MiB"
-    assert text_of(client.call_tool("echo", {}, timeout=10)) == "echo: {}"
 
 
 def test_a_legacy_event_over_the_limit_fails_the_connection(fake, connect):

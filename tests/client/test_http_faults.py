@@ -11,7 +11,7 @@ import time
 
 import pytest
 from conftest import config_of, poll as _poll
-from fakes.http_fault_server import FaultServer
+from fakes.http_fault_server import FaultServer, fault_servers
 
 from raider_sync import (ConnectionClosed, McpServer, NotConnected, ToolTimeout,
                          TransportError)
@@ -27,16 +27,7 @@ def poll(predicate, timeout: float = WAIT, what: str = "condition"):
 @pytest.fixture
 def fake():
     """``fake(**options)``: a started FaultServer, stopped afterwards."""
-    servers: list[FaultServer] = []
-
-    def make(**options) -> FaultServer:
-        server = FaultServer(**options).__enter__()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.stop()
+    yield from fault_servers()
 
 
 @pytest.fixture

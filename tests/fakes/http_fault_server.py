@@ -115,6 +115,21 @@ class FaultServer:
                 if method == kind and isinstance(body, dict)]
 
 
+def fault_servers():
+    """The body of a ``fake`` fixture: yields ``make(**options)``, which starts a FaultServer;
+    every one started is stopped afterwards."""
+    servers: list[FaultServer] = []
+
+    def make(**options) -> FaultServer:
+        server = FaultServer(**options).__enter__()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
 def _handler(fake: FaultServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
