@@ -25,7 +25,7 @@ from .capabilities import ClientCapabilities, Handler, Roots
 from .config import ServerSpec, tool_name
 from .content import (default_max_output_tokens, limit_content, strip_private_meta,
                       visible_resources)
-from .errors import (ConnectionClosed, McpError, NotConnected, ToolTimeout,
+from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected, ToolTimeout,
                      TransportError, UnknownTool, UnsupportedProtocol)
 from .futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
@@ -74,6 +74,10 @@ class McpServer:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self._call_timeout = launch.call_timeout(spec)  # read once, like the other settings
         self.kill_grace = kill_grace
+        if max_message_size is not None and (isinstance(max_message_size, bool) or not isinstance(
+                max_message_size, int) or max_message_size <= 0):
+            raise ConfigError(f"max_message_size must be a positive number of bytes, not "
+                              f"{max_message_size!r}")
         self.max_message_size = max_message_size
         self.on_status = on_status
         self.max_output_tokens = max_output_tokens or default_max_output_tokens()

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FAKES, config_of, poll
 
-from raider_sync import ConnectionClosed, McpServer
+from raider_sync import ConfigError, ConnectionClosed, McpServer
 
 HOSTILE = os.path.join(FAKES, "hostile_server.py")
 MiB = 1 << 20
@@ -89,3 +89,11 @@ def test_a_silent_server_gets_no_stdout_hint(started):
     server = started(hostile("silent"), startup_timeout_ms=1000)
     assert server.status == "failed"
     assert "JSON-RPC to stdout" not in server.reason
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5, "64", True])
+def test_a_bad_max_message_size_is_refused_naming_the_option(size):
+    with pytest.raises(ConfigError, match="max_message_size must be a positive number"):
+        McpServer(hostile(), max_message_size=size)
+    with pytest.raises(ConfigError, match="maxMessageSize"):
+        hostile(maxMessageSize=size)
