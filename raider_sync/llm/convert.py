@@ -102,7 +102,10 @@ def to_openai(tools: Iterable[dict], *, strict: bool = True, api: str = "chat") 
             for note in converted.notes:
                 _say_once(logging.DEBUG if is_strict else logging.INFO, tool["name"], note)
         else:
-            parameters, is_strict = loose_schema(schema), False
+            notes: list[str] = []
+            parameters, is_strict = loose_schema(schema, notes), False
+            for note in notes:
+                _say_once(logging.INFO, tool["name"], note)
         function: dict[str, Any] = {"name": names.model_name(tool["name"])}
         if _description(tool):
             function["description"] = _description(tool)
@@ -116,9 +119,9 @@ def to_openai(tools: Iterable[dict], *, strict: bool = True, api: str = "chat") 
 def to_anthropic(tools: Iterable[dict]) -> list[dict]:
     """Anthropic tool definitions (``{"name", "description", "input_schema"}``) for
     ``tools``. The input schema is the tool's own, with an object root; a union at the root
-    (which the Messages API refuses) is flattened into one object whose properties are those
-    of every branch and whose required ones are those of the root. Raises TypeError for a
-    list that is not of tools."""
+    (which the Messages API refuses) is flattened into one object (see
+    :func:`~raider_sync.llm.schema.loose_schema`). Raises TypeError for a list that is not
+    of tools."""
     listed = _tool_list(tools)
     names = ToolNames(t["name"] for t in listed)
     definitions = []
@@ -132,20 +135,11 @@ def to_anthropic(tools: Iterable[dict]) -> list[dict]:
 
 
 def _anthropic_schema(schema: dict, name: str) -> dict:
-    schema = loose_schema(schema)
-    unions = [k for k in ("anyOf", "oneOf", "allOf") if k in schema]
-    if not unions:
-        return schema
-    _say_once(logging.INFO, name, f"{'/'.join(unions)} at the root flattened into one object")
-    properties = dict(schema["properties"])
-    for key in unions:
-        branches = schema.pop(key)
-        for branch in branches if isinstance(branches, list) else []:
-            if isinstance(branch, dict) and isinstance(branch.get("properties"), dict):
-                for prop, sub in branch["properties"].items():
-                    properties.setdefault(prop, sub)
-    schema["properties"] = properties
-    return schema
+    notes: list[str] = []
+    converted = loose_schema(schema, notes)
+    for note in notes:
+        _say_once(logging.INFO, name, note)
+    return converted
 
 
 class ToolCaller:

@@ -8,7 +8,7 @@ MCP block                     OpenAI chat         OpenAI Responses      Anthropi
 ============================  ==================  ====================  =====================
 text                          text                ``input_text``        ``text``
 image                         a note [#]_         ``input_image``       ``image`` [#]_
-embedded text resource        text with its URI   ``input_text``        ``text``
+embedded text resource [#]_   text with its URI   ``input_text``        ``text``
 embedded image / PDF blob     a note              ``input_image`` /     ``image`` /
                                                   ``input_file``        ``document``
 other binary, audio           a note              a note                a note
@@ -18,12 +18,14 @@ resource link                 a note with URI     a note with URI       a note w
 .. [#] Chat Completions tool messages carry text only: :func:`openai_images` makes the user
    message that shows the images of a turn's results, to add after all its tool messages.
 .. [#] PNG, JPEG, GIF and WebP; other image types become a note.
+.. [#] Also a blob of a text type (``text/*``, JSON, XML) that decodes as UTF-8.
 
 A result with no content but ``structuredContent`` is sent as that JSON. An error result is
 marked ``is_error`` for Anthropic and starts with "Error:" for OpenAI, which has no flag.
 """
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -124,6 +126,9 @@ def _block_parts(block: dict) -> list[_Part]:
         if isinstance(resource.get("text"), str):
             return [_Part("text", f"[resource {uri}]\n{resource['text']}")]
         blob = resource.get("blob")
+        decoded = _text_blob(blob, mime)
+        if decoded is not None:
+            return [_Part("text", f"[resource {uri}]\n{decoded}")]
         if isinstance(blob, str) and mime.startswith("image/"):
             return [_Part("text", f"[resource {uri}]"), _Part("image", mime=mime, data=blob)]
         if isinstance(blob, str) and mime == PDF:
@@ -136,6 +141,16 @@ def _block_parts(block: dict) -> list[_Part]:
         return [_Part("text", f"[resource link {block.get('uri', '')}"
                               f"{': ' + details if details else ''}]")]
     return [_Part("text", f"[{kind} block]")]
+
+
+def _text_blob(blob: Any, mime: str) -> str | None:
+    """The text of a base64 blob of a text type (text/*, JSON, XML), else None."""
+    if not isinstance(blob, str) or not (mime.startswith("text/") or mime.endswith(("json", "xml"))):
+        return None
+    try:
+        return base64.b64decode(blob, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def _size(data: Any) -> str:

@@ -185,21 +185,58 @@ def strict_schema(schema: Any) -> StrictSchema:
         converted = _strict_node(root, "", notes, is_root=True)
         _check_openai_limits(converted)
     except NotStrict as exc:
-        return StrictSchema(loose_schema(schema), False, [f"not strict: {exc}"])
+        notes = [f"not strict: {exc}"]
+        return StrictSchema(loose_schema(schema, notes), False, notes)
     except RecursionError:  # a schema within the bounds cannot get here; be safe all the same
-        return StrictSchema(loose_schema(schema), False, ["not strict: the schema is too deep"])
+        notes = ["not strict: the schema is too deep"]
+        return StrictSchema(loose_schema(schema, notes), False, notes)
     return StrictSchema(converted, True, notes)
 
 
-def loose_schema(schema: Any) -> dict:
+def loose_schema(schema: Any, notes: list[str] | None = None) -> dict:
     """A non-strict schema: ``schema`` as it is, with an object root and a ``properties``
-    member (OpenAI refuses an object schema without one)."""
+    member (OpenAI refuses an object schema without one). A union at the root (anyOf,
+    oneOf, allOf: the Anthropic API refuses it) is flattened into one object with the
+    properties of every branch; the required ones are the root's and those of allOf
+    branches. What was flattened is added to ``notes``."""
     loose = copy.deepcopy(schema) if isinstance(schema, dict) else {}
     if loose.get("type") != "object":
         loose["type"] = "object"
     if not isinstance(loose.get("properties"), dict):
         loose["properties"] = {}
+    unions = [key for key in ("anyOf", "oneOf", "allOf") if key in loose]
+    if unions and notes is not None:
+        notes.append(f"(root): {'/'.join(unions)} flattened into one object")
+    required = list(loose.get("required") or []) if isinstance(loose.get("required"), list) else []
+    for key in unions:
+        branches = loose.pop(key)
+        for branch in branches if isinstance(branches, list) else []:
+            branch = resolve_local(loose, branch)
+            if not isinstance(branch, dict):
+                continue
+            if isinstance(branch.get("properties"), dict):
+                for name, sub in branch["properties"].items():
+                    loose["properties"].setdefault(name, sub)
+            if key == "allOf" and isinstance(branch.get("required"), list):
+                required += [r for r in branch["required"] if r not in required]
+    if unions:
+        loose["required"] = required
+        if not required:
+            del loose["required"]
     return loose
+
+
+def resolve_local(root: dict, schema: Any) -> Any:
+    """``schema``, or what its local ``$ref`` points at in ``root`` ({} when it points at
+    nothing there)."""
+    for _ in range(MAX_SCHEMA_DEPTH):
+        if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+            return schema
+        try:
+            schema = resolve_pointer(root, schema["$ref"])
+        except NotStrict:
+            return {}
+    return {}
 
 
 def _strict_node(node: Any, where: str, notes: list[str], is_root: bool = False) -> dict:
@@ -371,7 +408,7 @@ def drop_added_nulls(arguments: Any, schema: Any) -> Any:
 def _drop(value: Any, schema: Any, root: dict, depth: int) -> Any:
     if depth > MAX_SCHEMA_DEPTH or not isinstance(schema, dict):
         return value
-    schema = _resolved(schema, root)
+    schema = resolve_local(root, schema)
     if isinstance(value, dict):
         branch = _object_branch(schema, root)
         if branch is None:
@@ -380,7 +417,7 @@ def _drop(value: Any, schema: Any, root: dict, depth: int) -> Any:
         required = branch.get("required") if isinstance(branch.get("required"), list) else []
         out = {}
         for key, item in value.items():
-            sub = _resolved(properties.get(key), root)
+            sub = resolve_local(root, properties.get(key))
             if item is None and key not in required and not accepts_null(sub):
                 continue
             out[key] = _drop(item, sub, root, depth + 1)
@@ -390,23 +427,12 @@ def _drop(value: Any, schema: Any, root: dict, depth: int) -> Any:
     return value
 
 
-def _resolved(schema: Any, root: dict) -> Any:
-    for _ in range(MAX_SCHEMA_DEPTH):
-        if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
-            return schema
-        try:
-            schema = resolve_pointer(root, schema["$ref"])
-        except NotStrict:
-            return {}
-    return {}
-
-
 def _object_branch(schema: dict, root: dict) -> dict | None:
     """The object schema a dict value is checked against: ``schema`` itself, or its only
     object branch of anyOf/oneOf/allOf."""
     if "properties" in schema or schema.get("type") == "object":
         return schema
-    branches = [_resolved(b, root) for key in ("anyOf", "oneOf", "allOf")
+    branches = [resolve_local(root, b) for key in ("anyOf", "oneOf", "allOf")
                 for b in (schema.get(key) if isinstance(schema.get(key), list) else [])]
     objects = [b for b in branches if isinstance(b, dict)
                and ("properties" in b or b.get("type") == "object")]
