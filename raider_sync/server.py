@@ -355,7 +355,7 @@ class McpServer:
                     on_progress: ProgressCallback | None = None,
                     raise_on_error: bool | None = None) -> Future:
         """Call a tool by its prefixed (or original) name; a future of the result, a
-        :class:`~raider_sync.results.ToolResult` (a dict).
+        :class:`~raider_sync.ToolResult` (a dict).
 
         The future fails with NotConnected, UnknownTool, McpError (a JSON-RPC error answer),
         ConnectionClosed (the server went away) or ToolTimeout (after ``timeout`` s, default

@@ -1,5 +1,5 @@
 """From MCP tools to a model and back, for OpenAI (Chat Completions and Responses) and
-Anthropic (Messages), with plain dicts: no model SDK is needed.
+Anthropic (Messages), with plain dicts: no model SDK is needed::
 
     from raider_sync.llm import ToolCaller, anthropic_result, to_anthropic
 

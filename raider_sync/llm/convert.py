@@ -206,7 +206,7 @@ class ToolCaller:
 
     def call_f(self, name: str, arguments: Any = None, *,
                timeout: float | None = None) -> Future:
-        """A future of the :class:`~raider_sync.results.ToolResult` of the model's call of
+        """A future of the :class:`~raider_sync.ToolResult` of the model's call of
         ``name`` with ``arguments`` (see the class doc for what an error becomes).
         ``timeout`` (s) defaults to the caller's, else the target's call timeout."""
         try:

@@ -7,18 +7,18 @@ What each block of an MCP result becomes:
 MCP block                     OpenAI chat         OpenAI Responses      Anthropic
 ============================  ==================  ====================  =====================
 text                          text                ``input_text``        ``text``
-image                         a note [#]_         ``input_image``       ``image`` [#]_
-embedded text resource [#]_   text with its URI   ``input_text``        ``text``
+image                         a note (1)          ``input_image``       ``image`` (2)
+embedded text resource (3)    text with its URI   ``input_text``        ``text``
 embedded image / PDF blob     a note              ``input_image`` /     ``image`` /
                                                   ``input_file``        ``document``
 other binary, audio           a note              a note                a note
 resource link                 a note with URI     a note with URI       a note with URI
 ============================  ==================  ====================  =====================
 
-.. [#] Chat Completions tool messages carry text only: :func:`openai_images` makes the user
-   message that shows the images of a turn's results, to add after all its tool messages.
-.. [#] PNG, JPEG, GIF and WebP; other image types become a note.
-.. [#] Also a blob of a text type (``text/*``, JSON, XML) that decodes as UTF-8.
+(1) Chat Completions tool messages carry text only: :func:`openai_images` makes the user
+message that shows the images of a turn's results, to add after all its tool messages.
+(2) PNG, JPEG, GIF and WebP; other image types become a note. (3) Also a blob of a text type
+(``text/*``, JSON, XML) that decodes as UTF-8.
 
 A result with no content but ``structuredContent`` is sent as that JSON. An error result is
 marked ``is_error`` for Anthropic and starts with "Error:" for OpenAI, which has no flag.
