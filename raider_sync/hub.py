@@ -211,21 +211,26 @@ class McpHub:
         except UnknownTool as exc:
             return failed(exc)
         return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
-                                  raise_on_error=self._raising(raise_on_error))
+                                  **self._raising(target, raise_on_error))
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
                   timeout: float | None = None, on_progress=None,
                   raise_on_error: bool | None = None) -> dict:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s)."""
-        return self.route(name).call_tool(name, arguments, timeout=timeout,
-                                          on_progress=on_progress,
-                                          raise_on_error=self._raising(raise_on_error))
+        target = self.route(name)
+        return target.call_tool(name, arguments, timeout=timeout, on_progress=on_progress,
+                                **self._raising(target, raise_on_error))
 
-    def _raising(self, raise_on_error: bool | None) -> bool:
-        if raise_on_error is not None:
-            return raise_on_error
-        return bool(self.server_options.get("raise_on_error", False))
+    def _raising(self, target: Any, raise_on_error: bool | None) -> dict:
+        """The ``raise_on_error`` argument for ``target``: the call's, else the hub's. A
+        mounted object with a ToolServer's face from before the option existed is not given
+        it unless errors are to be raised."""
+        if raise_on_error is None:
+            raise_on_error = bool(self.server_options.get("raise_on_error", False))
+        if raise_on_error or isinstance(target, McpServer):
+            return {"raise_on_error": raise_on_error}
+        return {}
 
     # -- reload and stop -----------------------------------------------------------------
 
