@@ -37,6 +37,7 @@ class ToolResult(dict):
 
     tool: str | None = None
     output_schema: dict | None = None
+    _structured: Any = _UNCHECKED
 
     def __init__(self, result: Any = (), *, tool: str | None = None,
                  output_schema: dict | None = None):

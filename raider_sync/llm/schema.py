@@ -329,14 +329,16 @@ def _strict_object(node: dict, out: dict, where: str, notes: list[str], is_root:
 
 
 def nullable(schema: dict) -> dict:
-    """``schema`` that also accepts null (unchanged when it does already)."""
+    """``schema`` that also accepts null (unchanged when it does already): ``null`` added to
+    a scalar ``type`` (and ``enum``) or to ``anyOf``; an object, an array or a ``const`` is
+    wrapped as ``anyOf: [schema, {"type": "null"}]``, the form OpenAI's own SDK uses."""
     if accepts_null(schema):
         return schema
     if "anyOf" in schema:
         return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
-    if "type" in schema and "const" not in schema:
+    types = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if "type" in schema and "const" not in schema and not {"object", "array"} & set(types):
         out = dict(schema)
-        types = out["type"] if isinstance(out["type"], list) else [out["type"]]
         out["type"] = [*types, "null"]
         if "enum" in out:
             out["enum"] = [*out["enum"], None]

@@ -46,7 +46,9 @@ def test_optional_properties_become_nullable_and_required_ones_do_not():
                   "many": {"type": ["string", "number"]}, "choice": {"type": "string", "enum": ["a", "b"]},
                   "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
                   "fixed": {"const": "x", "description": "only x"},
-                  "already": {"type": ["string", "null"]}}, ["req"])
+                  "already": {"type": ["string", "null"]},
+                  "box": obj({"x": {"type": "integer"}}, ["x"]),
+                  "list": {"type": "array", "items": {"type": "string"}}}, ["req"])
     props = strict_of(schema).schema["properties"]
     assert props["req"] == {"type": "string"}
     assert props["opt"] == {"type": ["string", "null"]}
@@ -55,9 +57,12 @@ def test_optional_properties_become_nullable_and_required_ones_do_not():
     assert props["either"]["anyOf"][-1] == {"type": "null"}
     assert props["fixed"] == {"anyOf": [{"const": "x"}, {"type": "null"}], "description": "only x"}
     assert props["already"] == {"type": ["string", "null"]}
+    assert props["box"]["anyOf"][1] == {"type": "null"} and props["box"]["anyOf"][0]["type"] == "object"
+    assert props["list"] == {"anyOf": [{"type": "array", "items": {"type": "string"}},
+                                       {"type": "null"}]}
     validator = Draft202012Validator(strict_of(schema).schema)
     model_args = {"req": "r", "opt": None, "many": None, "choice": None, "either": None,
-                  "fixed": None, "already": None}
+                  "fixed": None, "already": None, "box": None, "list": None}
     assert not list(validator.iter_errors(model_args))
 
 
