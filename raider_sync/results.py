@@ -41,10 +41,11 @@ class ToolResult(dict):
 
     def __init__(self, result: Any = (), *, tool: str | None = None,
                  output_schema: dict | None = None):
-        super().__init__(result)
-        self.tool = tool
-        self.output_schema = output_schema if isinstance(output_schema, dict) else None
-        self._structured: Any = _UNCHECKED
+        dict.__init__(self, result)
+        if tool is not None:  # the class attributes stand for None: one less write per call
+            self.tool = tool
+        if isinstance(output_schema, dict):
+            self.output_schema = output_schema
 
     @property
     def is_error(self) -> bool:
