@@ -6,10 +6,12 @@ __version__ = "0.1.0"
 
 from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
 from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected,  # noqa: E402
-                     RaiderError, RequestTimeout, ToolTimeout, TransportError, UnknownServer,
-                     UnknownTool, UnsupportedProtocol)
+                     RaiderError, RequestTimeout, SchemaRefused, StructuredContentError,
+                     ToolError, ToolTimeout, TransportError, UnknownServer, UnknownTool,
+                     UnsupportedProtocol)
 from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
+from .results import ToolResult  # noqa: E402
 from .server import McpServer  # noqa: E402
 from .shell import BashTools, Tasks  # noqa: E402
 from .toolserver import ToolServer  # noqa: E402
@@ -27,8 +29,12 @@ __all__ = [
     "ReloadResult",
     "RequestTimeout",
     "Resources",
+    "SchemaRefused",
     "ServerSpec",
+    "StructuredContentError",
     "Tasks",
+    "ToolError",
+    "ToolResult",
     "ToolServer",
     "ToolTimeout",
     "TransportError",

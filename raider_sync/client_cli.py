@@ -21,6 +21,7 @@ from .errors import ConfigError, RaiderError
 from .server import McpServer
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+TOOL_FORMATS = ("openai", "openai-responses", "anthropic")
 START_TIMEOUT_S = 60.0
 
 
@@ -50,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     command("servers", run_servers, "start every configured server and show its status")
     parser = command("tools", run_tools, "list the tools of the configured servers")
     parser.add_argument("server", nargs="?", help="only this server")
+    parser.add_argument("--format", choices=TOOL_FORMATS, default=None,
+                        help="print the tools as a model API's tool definitions (JSON)")
+    parser.add_argument("--strict", action=argparse.BooleanOptionalAction, default=True,
+                        help="OpenAI strict mode where the schema allows it (default: on)")
     parser = command("call", run_call, "call a tool by its mcp__SERVER__TOOL name (starts only "
                                        "that server)")
     parser.add_argument("tool")
@@ -222,7 +227,9 @@ def run_tools(args) -> int:
     with _Servers(args, args.server) as servers:
         tools = [tool for server in servers for tool in server.list_tools()]
         failed = [s for s in servers if s.status != "connected"]
-    if args.json:
+    if args.format:
+        _print_json(_tool_definitions(tools, args.format, args.strict))
+    elif args.json:
         _print_json(tools)
     else:
         _table([["TOOL", "DESCRIPTION"]] +
@@ -231,6 +238,13 @@ def run_tools(args) -> int:
     for server in failed:
         print(f"raider-sync: {server.name}: {server.status}: {server.reason}", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _tool_definitions(tools: list[dict], kind: str, strict: bool) -> list[dict]:
+    from .llm import to_anthropic, to_openai
+    if kind == "anthropic":
+        return to_anthropic(tools)
+    return to_openai(tools, strict=strict, api="responses" if kind == "openai-responses" else "chat")
 
 
 @_guard

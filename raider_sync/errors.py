@@ -9,6 +9,9 @@
      +-- UnknownServer (also LookupError)     no configured server of that name
      +-- ConnectionClosed                     the transport ended; carries the stderr tail
      +-- TransportError                       an HTTP answer that is not MCP: status, body excerpt
+     +-- ToolError                            a tool reported an error (raise_on_error): the result
+     +-- StructuredContentError (also ValueError)  structuredContent missing or not as declared
+     +-- SchemaRefused (also ValueError)      a tool's schema past the size or depth bound
      +-- RequestTimeout (also TimeoutError)   a request ran out of time (and was cancelled)
           +-- ToolTimeout                     ... a tools/call in particular
 
@@ -87,3 +90,37 @@ class RequestTimeout(RaiderError, TimeoutError):
 
 class ToolTimeout(RequestTimeout):
     """A tools/call was not answered in time; it has been cancelled."""
+
+
+class ToolError(RaiderError):
+    """A tool answered with an error result (``isError``) and the caller asked for errors to
+    be raised (``raise_on_error``). ``result`` is the whole result; the message names the
+    tool and starts with the result's text."""
+
+    def __init__(self, result: dict, message: str | None = None):
+        super().__init__(message or _tool_error_message(result))
+        self.result = result
+
+    @property
+    def tool(self) -> str | None:
+        return getattr(self.result, "tool", None)
+
+
+class StructuredContentError(RaiderError, ValueError):
+    """A result's ``structuredContent`` is missing or does not match the tool's
+    ``outputSchema`` (or the type asked for); the message names where."""
+
+
+class SchemaRefused(RaiderError, ValueError):
+    """A tool's JSON Schema is past the size or depth bound (or is not JSON); the tool is
+    left out of a model's tool list. The message says which bound."""
+
+
+def _tool_error_message(result: dict) -> str:
+    blocks = result.get("content") if isinstance(result, dict) else None
+    text = "\n".join(b.get("text", "") for b in blocks or []
+                     if isinstance(b, dict) and b.get("type") == "text").strip() or "no details"
+    if len(text) > 300:
+        text = text[:300] + "…"
+    tool = getattr(result, "tool", None)
+    return f"tool {tool!r} reported an error: {text}" if tool else f"the tool reported an error: {text}"

@@ -24,7 +24,6 @@ from . import launch
 from .config import McpConfig, ServerSpec, find_named
 from .errors import UnknownServer, UnknownTool
 from .futures import all_done, failed, then
-from .notebook import hub_html
 from .server import McpServer
 
 log = logging.getLogger("raider_sync.hub")
@@ -56,7 +55,8 @@ class McpHub:
     plus mounted tool servers.
 
     ``server_options`` go to every :class:`McpServer` (``startup_timeout_ms``, ``kill_grace``,
-    ``on_status``, ``base_env``, ``max_output_tokens``, ...). Thread-safe: tools may be called
+    ``on_status``, ``base_env``, ``max_output_tokens``, ``raise_on_error``, ...);
+    ``raise_on_error`` holds for the mounted tool servers' calls too. Thread-safe: tools may be called
     from any number of threads, also while :meth:`reload` runs. Threads it starts (one per
     server while stopping) are joined before the method returns.
     """
@@ -79,6 +79,7 @@ class McpHub:
         return f"<McpHub {[(c.name, c.status) for c in self.clients]!r}>"
 
     def _repr_html_(self) -> str:
+        from .notebook import hub_html  # the Jupyter module, only in Jupyter
         return hub_html(self)
 
     def __enter__(self) -> "McpHub":
@@ -204,22 +205,37 @@ class McpHub:
         raise UnknownTool(f"no server offers a tool named {name!r}")
 
     def call_tool_f(self, name: str, arguments: dict | None = None, *,
-                    timeout: float | None = None, on_progress=None) -> Future:
+                    timeout: float | None = None, on_progress=None,
+                    raise_on_error: bool | None = None) -> Future:
         """Call tool ``name`` on the server that offers it; a future of the result dict.
-        Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`).
-        ``timeout`` (s) defaults to that server's call timeout."""
+        Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`);
+        with ToolError for an error result when ``raise_on_error`` (default: the hub's
+        option) is true. ``timeout`` (s) defaults to that server's call timeout."""
         try:
             target = self.route(name)
         except UnknownTool as exc:
             return failed(exc)
-        return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress)
+        return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
+                                  **self._raising(target, raise_on_error))
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
-                  timeout: float | None = None, on_progress=None) -> dict:
+                  timeout: float | None = None, on_progress=None,
+                  raise_on_error: bool | None = None) -> dict:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s)."""
-        return self.route(name).call_tool(name, arguments, timeout=timeout,
-                                          on_progress=on_progress)
+        target = self.route(name)
+        return target.call_tool(name, arguments, timeout=timeout, on_progress=on_progress,
+                                **self._raising(target, raise_on_error))
+
+    def _raising(self, target: Any, raise_on_error: bool | None) -> dict:
+        """The ``raise_on_error`` argument for ``target``: the call's, else the hub's. A
+        mounted object with a ToolServer's face from before the option existed is not given
+        it unless errors are to be raised."""
+        if raise_on_error is None:
+            raise_on_error = bool(self.server_options.get("raise_on_error", False))
+        if raise_on_error or isinstance(target, McpServer):
+            return {"raise_on_error": raise_on_error}
+        return {}
 
     # -- reload and stop -----------------------------------------------------------------
 

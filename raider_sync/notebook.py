@@ -1,5 +1,5 @@
 """How raider_sync's objects look in Jupyter: HTML for servers, hubs and tool results, and a
-progress bar driven by ``on_progress``.
+progress bar driven by ``on_progress``. The result type itself is in :mod:`raider_sync.results`.
 
 Nothing here imports IPython unless a progress bar is drawn in a notebook; outside one the bar
 is a line of text on stderr.
@@ -11,31 +11,11 @@ import sys
 import threading
 from typing import Any, Iterable, Optional
 
+from .results import ToolResult  # noqa: F401 - it lived here once; results.py is its home
+
 _STATUS_COLOURS = {"connected": "#1a7f37", "failed": "#cf222e", "error": "#cf222e",
                    "starting": "#9a6700", "stopped": "#57606a", "configured": "#57606a"}
 _MAX_TEXT = 20000
-
-
-class ToolResult(dict):
-    """A tool result: the plain dict the server sent (so ``result["content"]`` works as ever),
-    plus ``text``, ``is_error`` and ``images`` for reading, and HTML in a notebook."""
-
-    @property
-    def is_error(self) -> bool:
-        return bool(self.get("isError"))
-
-    @property
-    def text(self) -> str:
-        """The text of every text block, joined by newlines."""
-        return "\n".join(b.get("text", "") for b in self.get("content") or []
-                         if isinstance(b, dict) and b.get("type") == "text")
-
-    @property
-    def images(self) -> list[dict]:
-        return [b for b in self.get("content") or [] if isinstance(b, dict) and b.get("type") == "image"]
-
-    def _repr_html_(self) -> str:
-        return result_html(self)
 
 
 def _esc(value: Any) -> str:

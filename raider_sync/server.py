@@ -29,7 +29,7 @@ from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected, Tool
                      TransportError, UnknownTool, UnsupportedProtocol)
 from .futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
-from .notebook import ToolResult, server_html
+from .results import ToolResult
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error, fetch_all_pages)
@@ -50,7 +50,8 @@ class McpServer:
     ``on_status(server)``, ``max_output_tokens`` (default MAX_MCP_OUTPUT_TOKENS, else 25000),
     ``on_tools_changed(server)``, ``max_message_size`` (bytes; the spec's ``maxMessageSize``
     wins; default 64 MiB); answers to server requests (see :mod:`raider_sync.capabilities`):
-    ``roots`` (file:// URIs or a callable), ``on_sampling(params)``, ``on_elicitation(params)``.
+    ``roots`` (file:// URIs or a callable), ``on_sampling(params)``, ``on_elicitation(params)``;
+    ``raise_on_error`` (default False): calls raise ToolError for a tool's error result.
     Thread-safe: any number of threads may call one server.
     """
 
@@ -64,7 +65,7 @@ class McpServer:
                  on_tools_changed: Callable[["McpServer"], None] | None = None,
                  client_info: dict | None = None, roots: Roots | None = None,
                  on_sampling: Handler | None = None, on_elicitation: Handler | None = None,
-                 max_message_size: int | None = None):
+                 max_message_size: int | None = None, raise_on_error: bool = False):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -82,6 +83,7 @@ class McpServer:
         self.on_status = on_status
         self.max_output_tokens = max_output_tokens or default_max_output_tokens()
         self.on_tools_changed = on_tools_changed
+        self.raise_on_error = raise_on_error
         self.client_info = client_info or {"name": "raider_sync", "version": __version__}
         self.client_handlers = ClientCapabilities(roots=roots, on_sampling=on_sampling,
                                                   on_elicitation=on_elicitation)
@@ -102,6 +104,7 @@ class McpServer:
         self._start_thread: threading.Thread | None = None
         self._tools: list[dict] = []
         self._original: dict[str, str] = {}
+        self._output_schemas: dict[str, dict] = {}  # by original name
         self._tools_future: Future = resolved([])
         self._relist_queued = False
         self._tools_asked = 0  # tools/list fetches begun, and the newest whose answer is set
@@ -114,6 +117,7 @@ class McpServer:
         return f"<McpServer {self.name!r} {self.transport} {self.status}>"
 
     def _repr_html_(self) -> str:
+        from .notebook import server_html  # the Jupyter module, only in Jupyter
         return server_html(self)
 
     def __enter__(self) -> "McpServer":
@@ -330,6 +334,7 @@ class McpServer:
     def _set_tools(self, tools: list[dict], asked: int | None = None) -> None:
         listed: list[dict] = []
         original: dict[str, str] = {}
+        output_schemas: dict[str, dict] = {}
         warnings: list[str] = []
         for tool in tools:
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
@@ -342,6 +347,8 @@ class McpServer:
                     f"tool {original[prefixed]!r}")
                 continue
             original[prefixed] = tool["name"]
+            if isinstance(tool.get("outputSchema"), dict):
+                output_schemas[tool["name"]] = tool["outputSchema"]
             listed.append({**tool, "name": prefixed})
         with self._lock:
             if asked is not None:
@@ -349,18 +356,22 @@ class McpServer:
                     return  # an older answer than the one set
                 self._tools_set = asked
             self._tools, self._original = listed, original
+            self._output_schemas = output_schemas
             # a re-list finds the same problems again: say each once
             self.warnings.extend(w for w in warnings if w not in self.warnings)
 
     def call_tool_f(self, name: str, arguments: dict | None = None, *,
                     timeout: float | None = None,
-                    on_progress: ProgressCallback | None = None) -> Future:
-        """Call a tool by its prefixed (or original) name; a future of the result dict.
+                    on_progress: ProgressCallback | None = None,
+                    raise_on_error: bool | None = None) -> Future:
+        """Call a tool by its prefixed (or original) name; a future of the result, a
+        :class:`~raider_sync.ToolResult` (a dict).
 
         The future fails with NotConnected, UnknownTool, McpError (a JSON-RPC error answer),
         ConnectionClosed (the server went away) or ToolTimeout (after ``timeout`` s, default
-        :attr:`call_timeout`, the call is cancelled on the server). ``on_progress(progress,
-        total, message)`` receives the server's progress notifications.
+        :attr:`call_timeout`, the call is cancelled on the server); with ToolError for an
+        error result when ``raise_on_error`` (default: the server's option) is true.
+        ``on_progress(progress, total, message)`` receives the server's progress notifications.
         """
         session = self._session
         if self._status != "connected" or session is None:
@@ -371,26 +382,31 @@ class McpServer:
         if original is None:
             return failed(UnknownTool(f"MCP server {self.name!r} has no tool {name!r}"))
         seconds = timeout if timeout is not None else self.call_timeout
+        raising = self.raise_on_error if raise_on_error is None else raise_on_error
         return session.request_f(
             "tools/call", {"name": original, "arguments": dict(arguments or {})},
             timeout=seconds, on_progress=on_progress, timeout_error=ToolTimeout,
             timeout_message=f"MCP tool call timed out after {seconds:g} s",
-            transform=self._shape_result)
+            transform=lambda result: self._shape_result(result, name, original, raising))
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
                   timeout: float | None = None,
-                  on_progress: ProgressCallback | None = None) -> dict:
-        """Blocking :meth:`call_tool_f`: the result dict, or the future's exception raised."""
-        future = self.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress)
+                  on_progress: ProgressCallback | None = None,
+                  raise_on_error: bool | None = None) -> dict:
+        """Blocking :meth:`call_tool_f`: the result, or the future's exception raised."""
+        future = self.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
+                                  raise_on_error=raise_on_error)
         return wait_bounded(future, timeout if timeout is not None else self.call_timeout)
 
-    def _shape_result(self, result: Any) -> dict:
+    def _shape_result(self, result: Any, name: str = "", original: str = "",
+                      raising: bool = False) -> dict:
         if not isinstance(result, dict):
             raise McpError(-32603, f"tools/call answered with {type(result).__name__}, not an object")
-        result = ToolResult(strip_private_meta(result))
+        result = ToolResult(strip_private_meta(result), tool=name,
+                            output_schema=self._output_schemas.get(original))
         if isinstance(result.get("content"), list):
             result["content"] = self.limit_content(result["content"], bool(result.get("isError")))
-        return result
+        return result.raise_for_error() if raising else result
 
     def limit_content(self, content: list[dict], is_error: bool = False) -> list[dict]:
         """The content blocks with their text held to :attr:`max_output_tokens` (see

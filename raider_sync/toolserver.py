@@ -33,7 +33,7 @@ from .config import normalize_name
 from .errors import McpError, NotConnected, ToolTimeout, UnknownTool
 from .futures import Deadlines, failed, resolved, then, wait_bounded
 from .launch import DEFAULT_CALL_TIMEOUT_S
-from .notebook import ToolResult, server_html
+from .results import ToolResult
 
 log = logging.getLogger("raider_sync.toolserver")
 
@@ -132,6 +132,7 @@ class ToolServer:
         return f"<ToolServer {self.name!r} tools={self.tool_names}>"
 
     def _repr_html_(self) -> str:
+        from .notebook import server_html  # the Jupyter module, only in Jupyter
         return server_html(self)
 
     def __enter__(self) -> "ToolServer":
@@ -246,12 +247,19 @@ class ToolServer:
     # -- calls ---------------------------------------------------------------------------
 
     def call_tool_f(self, name: str, arguments: dict | None = None, *,
-                    timeout: float | None = None, on_progress=None) -> Future:
+                    timeout: float | None = None, on_progress=None,
+                    raise_on_error: bool = False) -> Future:
         """A future of the tool's result dict. Fails with UnknownTool, NotConnected after
         close, or ToolTimeout once ``timeout`` s (default :attr:`call_timeout`) pass; the
         handler itself cannot be interrupted and finishes unseen. Bad arguments and handler
-        exceptions are ``isError`` results. ``on_progress(progress, total, message)``
-        receives what a handler with a ``progress`` parameter reports."""
+        exceptions are ``isError`` results (ToolError when ``raise_on_error``).
+        ``on_progress(progress, total, message)`` receives what a handler with a ``progress``
+        parameter reports."""
+        future = self._call_tool_f(name, arguments, timeout, on_progress)
+        return then(future, ToolResult.raise_for_error) if raise_on_error else future
+
+    def _call_tool_f(self, name: str, arguments: dict | None, timeout: float | None,
+                     on_progress) -> Future:
         if self._closed:
             return failed(NotConnected(f"tool server {self.name!r} is closed"))
         tool = self._tools.get(name)
@@ -268,12 +276,14 @@ class ToolServer:
         return future
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
-                  timeout: float | None = None, on_progress=None) -> dict:
+                  timeout: float | None = None, on_progress=None,
+                  raise_on_error: bool = False) -> dict:
         """Blocking :meth:`call_tool_f`. Raises ToolTimeout after ``timeout`` s (default
         :attr:`call_timeout`); the handler itself cannot be interrupted."""
         seconds = timeout if timeout is not None else self.call_timeout
         return wait_bounded(self.call_tool_f(name, arguments, timeout=seconds,
-                                             on_progress=on_progress), seconds)
+                                             on_progress=on_progress,
+                                             raise_on_error=raise_on_error), seconds)
 
     def _prepare(self, tool: LocalTool, arguments: dict,
                  on_progress: Callable | None = None) -> Callable[[], Any]:

@@ -97,3 +97,21 @@ def test_help_documents_the_exit_codes():
     done = cli("--help")
     assert done.returncode == 0
     assert "exit codes:" in done.stdout and "2  bad usage" in done.stdout
+
+
+def test_tools_as_model_definitions(empty_dir):
+    done = cli("tools", "--format", "openai", cwd=empty_dir)
+    assert done.returncode == 0, done.stderr
+    chat = json.loads(done.stdout)
+    add = next(d["function"] for d in chat if d["function"]["name"] == "mcp__demo__add")
+    assert add["strict"] is True and add["parameters"]["additionalProperties"] is False
+    done = cli("tools", "--format", "openai-responses", "--no-strict", cwd=empty_dir)
+    responses = json.loads(done.stdout)
+    assert all(d["type"] == "function" and d["strict"] is False for d in responses)
+    assert [d["name"] for d in responses] == [d["function"]["name"] for d in chat]
+    done = cli("tools", "--format", "anthropic", cwd=empty_dir)
+    anthropic = json.loads(done.stdout)
+    assert [d["name"] for d in anthropic] == [d["name"] for d in responses]
+    assert all(d["input_schema"]["type"] == "object" for d in anthropic)
+    done = cli("tools", "--format", "gemini", cwd=empty_dir)
+    assert done.returncode == 2 and "invalid choice" in done.stderr

@@ -1,0 +1,441 @@
+"""Tool input schemas for model APIs: bounds, ``$ref`` inlining, and OpenAI's strict mode.
+
+:func:`check_bounds` refuses a schema past a size or depth bound (a hostile or broken server
+must not make a converter run away); it walks without recursion. :func:`strict_schema` turns
+an MCP tool's ``inputSchema`` into the subset OpenAI's strict mode (Structured Outputs)
+accepts, or says why it cannot:
+
+- every object gets ``additionalProperties: false`` and lists every property in ``required``;
+  a property that was optional becomes nullable (``null`` is dropped again before the call,
+  see :func:`drop_added_nulls`), so optional arguments stay optional;
+- local ``$ref``/``$defs`` are inlined; a recursive ``$ref`` or one to another document makes
+  the tool non-strict;
+- ``oneOf`` becomes ``anyOf``, a one-branch ``allOf`` is merged;
+- constraints strict mode does not take (``minLength``, ``uniqueItems``, an unsupported
+  ``format``...) are removed, which only loosens the schema; annotations (``default``,
+  ``examples``, ``$schema``...) are removed silently;
+- what it cannot express (``not``, ``if``/``then``/``else``, ``patternProperties``, free-form
+  objects, tuples, a multi-branch ``allOf``, a value of any type) makes the tool non-strict,
+  as does passing OpenAI's documented limits (5000 properties, 10 levels of objects, 1000 enum
+  values, 120000 characters of names and values).
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from ..errors import SchemaRefused
+
+#: bounds past which a tool is refused for every model format
+MAX_SCHEMA_DEPTH = 64          # nesting of objects and arrays in the JSON of the schema
+MAX_SCHEMA_NODES = 20000       # objects and arrays in the JSON of the schema
+MAX_SCHEMA_CHARS = 1000000     # characters of keys and strings
+
+#: OpenAI's documented limits for strict schemas: past them a tool is sent non-strict
+OPENAI_MAX_PROPERTIES = 5000
+OPENAI_MAX_OBJECT_DEPTH = 10
+OPENAI_MAX_ENUM_VALUES = 1000
+OPENAI_MAX_STRING_CHARS = 120000
+
+OPENAI_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname",
+                            "ipv4", "ipv6", "uuid"})
+# what strict mode takes (besides "format" from the list above)
+_STRICT_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const",
+    "pattern", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "minItems", "maxItems", "title", "description"})
+# what only describes: removed without a note
+_ANNOTATIONS = frozenset({
+    "$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$vocabulary", "default",
+    "examples", "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType",
+    "contentSchema", "$defs", "definitions", "nullable"})
+# what changes the shape of the accepted values: the tool becomes non-strict
+_UNEXPRESSIBLE = ("not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+                  "dependencies", "patternProperties", "prefixItems", "$dynamicRef",
+                  "$recursiveRef")
+_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+
+class NotStrict(Exception):
+    """Why a schema cannot be strict (internal: the converter falls back to non-strict)."""
+
+
+@dataclass
+class StrictSchema:
+    """The outcome of :func:`strict_schema`: the schema to send, whether it is strict, and
+    notes saying what was changed or why it is not strict."""
+    schema: dict
+    strict: bool
+    notes: list[str] = field(default_factory=list)
+
+
+# -- bounds ---------------------------------------------------------------------------------
+
+def check_bounds(schema: Any, *, max_depth: int = MAX_SCHEMA_DEPTH,
+                 max_nodes: int = MAX_SCHEMA_NODES, max_chars: int = MAX_SCHEMA_CHARS) -> None:
+    """Raise SchemaRefused when ``schema`` is not JSON (dicts with string keys, lists,
+    strings, numbers, booleans, None) or is past one of the bounds. Never recurses, so a
+    schema nested ten thousand levels deep (or a dict that contains itself) is refused
+    rather than crashing the caller."""
+    stack: list[tuple[Any, int]] = [(schema, 1)]
+    nodes = chars = 0
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            chars += len(value)
+        elif isinstance(value, (dict, list, tuple)):
+            nodes += 1
+            if depth > max_depth:
+                raise SchemaRefused(f"the schema is nested deeper than {max_depth} levels")
+            if nodes > max_nodes:
+                raise SchemaRefused(f"the schema has more than {max_nodes} objects and arrays")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise SchemaRefused(f"the schema has a key that is not a string: {key!r}")
+                    chars += len(key)
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+        elif not (value is None or isinstance(value, (bool, int, float))):
+            raise SchemaRefused(f"the schema holds a {type(value).__name__}, which is not JSON")
+        if chars > max_chars:
+            raise SchemaRefused(f"the schema has more than {max_chars} characters")
+
+
+# -- $ref ---------------------------------------------------------------------------------
+
+def resolve_pointer(root: dict, ref: str) -> Any:
+    """The part of ``root`` the local reference ``ref`` (``#/$defs/X``) points at. Raises
+    NotStrict for a reference to another document or to nothing."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        raise NotStrict(f"$ref {ref!r} points outside the schema")
+    node: Any = root
+    for token in [t for t in unquote(ref[1:]).split("/") if t][:MAX_SCHEMA_DEPTH]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise NotStrict(f"$ref {ref!r} points at nothing")
+    return node
+
+
+def inline_refs(schema: dict, *, max_nodes: int = MAX_SCHEMA_NODES,
+                max_depth: int = MAX_SCHEMA_DEPTH) -> dict:
+    """``schema`` with every local ``$ref`` replaced by what it points at (its sibling
+    keywords kept) and ``$defs``/``definitions`` removed. Raises NotStrict for a recursive
+    reference, one outside the schema, or an inlined schema past ``max_nodes`` or
+    ``max_depth``."""
+    budget = [max_nodes]
+
+    def expand(node: Any, active: tuple[str, ...], depth: int) -> Any:
+        if depth > max_depth:
+            raise NotStrict(f"inlining the $refs nests the schema deeper than {max_depth} levels")
+        if isinstance(node, list):
+            return [expand(item, active, depth + 1) for item in node]
+        if not isinstance(node, dict):
+            return node
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise NotStrict(f"inlining the $refs makes the schema larger than {max_nodes} nodes")
+        if "$ref" in node:
+            ref = node["$ref"]
+            if ref in active:
+                raise NotStrict(f"$ref {ref!r} is recursive")
+            target = resolve_pointer(schema, ref)
+            if not isinstance(target, dict):
+                raise NotStrict(f"$ref {ref!r} does not point at a schema")
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            merged = {**expand(target, active + (ref,), depth + 1),
+                      **{k: expand(v, active, depth + 1) for k, v in siblings.items()}}
+            return merged
+        out = {}
+        for key, value in node.items():
+            if key in ("$defs", "definitions"):
+                continue
+            if key in ("enum", "const", "required", "examples", "default"):
+                out[key] = value  # values, not schemas
+            elif key in ("properties", "patternProperties") and isinstance(value, dict):
+                out[key] = {name: expand(sub, active, depth + 1) for name, sub in value.items()}
+            else:
+                out[key] = expand(value, active, depth + 1)
+        return out
+
+    return expand(schema, (), 1)
+
+
+# -- strict mode --------------------------------------------------------------------------
+
+def strict_schema(schema: Any) -> StrictSchema:
+    """``schema`` (a tool's ``inputSchema``, within :func:`check_bounds`) for OpenAI's strict
+    mode, or, when it cannot be strict, the schema for a non-strict tool with the reason in
+    ``notes`` (see the module doc). Never raises for a schema within the bounds."""
+    notes: list[str] = []
+    try:
+        if not isinstance(schema, dict):
+            raise NotStrict("the input schema is not an object")
+        root = inline_refs(schema)
+        if "anyOf" in root or "oneOf" in root:
+            raise NotStrict("the root of the schema is a union (anyOf/oneOf)")
+        converted = _strict_node(root, "", notes, is_root=True)
+        _check_openai_limits(converted)
+    except NotStrict as exc:
+        notes = [f"not strict: {exc}"]
+        return StrictSchema(loose_schema(schema, notes), False, notes)
+    except RecursionError:  # a schema within the bounds cannot get here; be safe all the same
+        notes = ["not strict: the schema is too deep"]
+        return StrictSchema(loose_schema(schema, notes), False, notes)
+    return StrictSchema(converted, True, notes)
+
+
+def loose_schema(schema: Any, notes: list[str] | None = None) -> dict:
+    """A non-strict schema: ``schema`` as it is, with an object root and a ``properties``
+    member (OpenAI refuses an object schema without one). A union at the root (anyOf,
+    oneOf, allOf: the Anthropic API refuses it) is flattened into one object with the
+    properties of every branch; the required ones are the root's and those of allOf
+    branches. What was flattened is added to ``notes``."""
+    loose = copy.deepcopy(schema) if isinstance(schema, dict) else {}
+    if loose.get("type") != "object":
+        loose["type"] = "object"
+    if not isinstance(loose.get("properties"), dict):
+        loose["properties"] = {}
+    unions = [key for key in ("anyOf", "oneOf", "allOf") if key in loose]
+    if unions and notes is not None:
+        notes.append(f"(root): {'/'.join(unions)} flattened into one object")
+    required = list(loose.get("required") or []) if isinstance(loose.get("required"), list) else []
+    for key in unions:
+        branches = loose.pop(key)
+        for branch in branches if isinstance(branches, list) else []:
+            branch = resolve_local(loose, branch)
+            if not isinstance(branch, dict):
+                continue
+            if isinstance(branch.get("properties"), dict):
+                for name, sub in branch["properties"].items():
+                    loose["properties"].setdefault(name, sub)
+            if key == "allOf" and isinstance(branch.get("required"), list):
+                required += [r for r in branch["required"] if r not in required]
+    if unions:
+        loose["required"] = required
+        if not required:
+            del loose["required"]
+    return loose
+
+
+def resolve_local(root: dict, schema: Any) -> Any:
+    """``schema``, or what its local ``$ref`` points at in ``root`` ({} when it points at
+    nothing there)."""
+    for _ in range(MAX_SCHEMA_DEPTH):
+        if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+            return schema
+        try:
+            schema = resolve_pointer(root, schema["$ref"])
+        except NotStrict:
+            return {}
+    return {}
+
+
+def _strict_node(node: Any, where: str, notes: list[str], is_root: bool = False) -> dict:
+    here = where or "(root)"
+    if not isinstance(node, dict):
+        raise NotStrict(f"{here}: a {'true' if node is True else node!r} schema accepts "
+                        f"{'any value' if node is True else 'nothing'}")
+    for keyword in _UNEXPRESSIBLE:
+        if keyword in node:
+            raise NotStrict(f"{here}: {keyword!r} cannot be expressed in strict mode")
+    node = dict(node)
+    if "oneOf" in node:
+        if "anyOf" in node:
+            raise NotStrict(f"{here}: both anyOf and oneOf")
+        node["anyOf"] = node.pop("oneOf")
+        notes.append(f"{here}: oneOf became anyOf")
+    if "allOf" in node:
+        branches = node.pop("allOf")
+        if not isinstance(branches, list) or len(branches) != 1 or not isinstance(branches[0], dict):
+            raise NotStrict(f"{here}: allOf with more than one schema")
+        node = {**branches[0], **node}
+        return _strict_node(node, where, notes, is_root)
+    out: dict[str, Any] = {}
+    removed: list[str] = []
+    for key, value in node.items():
+        if key in _STRICT_KEYWORDS:
+            out[key] = value
+        elif key == "format" and value in OPENAI_FORMATS:
+            out[key] = value
+        elif key not in _ANNOTATIONS and key != "anyOf":
+            removed.append(key)
+    if removed:
+        notes.append(f"{here}: removed {', '.join(sorted(removed))}")
+    if "anyOf" in node:
+        branches = node["anyOf"]
+        if not isinstance(branches, list) or not branches:
+            raise NotStrict(f"{here}: anyOf is not a list of schemas")
+        out["anyOf"] = [_strict_node(b, f"{where}/anyOf/{i}", notes) for i, b in enumerate(branches)]
+    types = _types_of(out, here)
+    if not types and "anyOf" not in out and "enum" not in out and "const" not in out:
+        if is_root or isinstance(node.get("properties"), dict):
+            types = ["object"]
+            out["type"] = "object"
+        else:
+            raise NotStrict(f"{here}: a schema without a type accepts any value")
+    if "object" in types:
+        _strict_object(node, out, where, notes, is_root)
+    if "array" in types:
+        items = node.get("items")
+        if items is None or isinstance(items, (list, bool)):
+            raise NotStrict(f"{here}: an array without one schema for its items")
+        out["items"] = _strict_node(items, f"{where}/items", notes)
+    elif "items" in out:
+        del out["items"]
+    return out
+
+
+def _types_of(out: dict, here: str) -> list[str]:
+    value = out.get("type")
+    if value is None:
+        return []
+    types = value if isinstance(value, list) else [value]
+    if not types or any(t not in _TYPES for t in types):
+        raise NotStrict(f"{here}: unknown type {value!r}")
+    return list(types)
+
+
+def _strict_object(node: dict, out: dict, where: str, notes: list[str], is_root: bool) -> None:
+    here = where or "(root)"
+    properties = node.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        raise NotStrict(f"{here}: properties is not an object")
+    extra = node.get("additionalProperties", True)
+    if isinstance(extra, dict) and extra:
+        raise NotStrict(f"{here}: additional properties of a schema (a map)")
+    if not properties and extra is not False:
+        if not is_root or "additionalProperties" in node:
+            raise NotStrict(f"{here}: an object with free-form properties")
+        notes.append("(root): no properties declared: the tool takes no arguments")
+    required = node.get("required") or []
+    if not isinstance(required, list):
+        raise NotStrict(f"{here}: required is not a list")
+    converted: dict[str, Any] = {}
+    for name, sub in (properties or {}).items():
+        strict_sub = _strict_node(sub, f"{where}/properties/{name}", notes)
+        converted[name] = strict_sub if name in required else nullable(strict_sub)
+    out["properties"] = converted
+    out["required"] = list(converted)
+    out["additionalProperties"] = False
+
+
+def nullable(schema: dict) -> dict:
+    """``schema`` that also accepts null (unchanged when it does already): ``null`` added to
+    a scalar ``type`` (and ``enum``) or to ``anyOf``; an object, an array or a ``const`` is
+    wrapped as ``anyOf: [schema, {"type": "null"}]``, the form OpenAI's own SDK uses."""
+    if accepts_null(schema):
+        return schema
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    types = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if "type" in schema and "const" not in schema and not {"object", "array"} & set(types):
+        out = dict(schema)
+        out["type"] = [*types, "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+        return out
+    described = {k: schema[k] for k in ("description", "title") if k in schema}
+    inner = {k: v for k, v in schema.items() if k not in described}
+    return {"anyOf": [inner, {"type": "null"}], **described}
+
+
+def accepts_null(schema: Any) -> bool:
+    """Whether ``schema`` says in so many words that null is allowed: type null, a null in
+    ``enum``, ``const: null``, or a branch of ``anyOf``/``oneOf`` that does."""
+    if not isinstance(schema, dict):
+        return schema is True
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return "enum" not in schema or None in (schema.get("enum") or [])
+    if "const" in schema:
+        return schema["const"] is None
+    if isinstance(schema.get("enum"), list) and "type" not in schema:
+        return None in schema["enum"]
+    return any(accepts_null(b) for key in ("anyOf", "oneOf")
+               for b in (schema.get(key) if isinstance(schema.get(key), list) else []))
+
+
+def _check_openai_limits(schema: dict) -> None:
+    """Raise NotStrict past OpenAI's documented limits for strict schemas."""
+    properties = enum_values = chars = 0
+    stack: list[tuple[Any, int]] = [(schema, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, depth) for item in node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("properties"), dict):
+            if depth > OPENAI_MAX_OBJECT_DEPTH:
+                raise NotStrict(f"objects nested deeper than {OPENAI_MAX_OBJECT_DEPTH} levels")
+            properties += len(node["properties"])
+            chars += sum(len(name) for name in node["properties"])
+            stack.extend((sub, depth + 1) for sub in node["properties"].values())
+        for key in ("enum", "const"):
+            if key in node:
+                values = node[key] if key == "enum" and isinstance(node[key], list) else [node[key]]
+                enum_values += len(values) if key == "enum" else 0
+                chars += sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in values)
+        for key in ("items", "anyOf"):
+            if key in node:
+                stack.append((node[key], depth))
+    if properties > OPENAI_MAX_PROPERTIES:
+        raise NotStrict(f"more than {OPENAI_MAX_PROPERTIES} properties")
+    if enum_values > OPENAI_MAX_ENUM_VALUES:
+        raise NotStrict(f"more than {OPENAI_MAX_ENUM_VALUES} enum values")
+    if chars > OPENAI_MAX_STRING_CHARS:
+        raise NotStrict(f"more than {OPENAI_MAX_STRING_CHARS} characters of names and values")
+
+
+# -- back to the tool ---------------------------------------------------------------------
+
+def drop_added_nulls(arguments: Any, schema: Any) -> Any:
+    """``arguments`` without the nulls strict mode made the model send: a null for a property
+    the tool's own ``schema`` neither requires nor declares nullable is removed, at any depth
+    (through properties, items and local ``$ref``). Returns a new value; the given one is
+    not changed."""
+    return _drop(arguments, schema, schema if isinstance(schema, dict) else {}, 0)
+
+
+def _drop(value: Any, schema: Any, root: dict, depth: int) -> Any:
+    if depth > MAX_SCHEMA_DEPTH or not isinstance(schema, dict):
+        return value
+    schema = resolve_local(root, schema)
+    if isinstance(value, dict):
+        branch = _object_branch(schema, root)
+        if branch is None:
+            return value
+        properties = branch.get("properties") if isinstance(branch.get("properties"), dict) else {}
+        required = branch.get("required") if isinstance(branch.get("required"), list) else []
+        out = {}
+        for key, item in value.items():
+            sub = resolve_local(root, properties.get(key))
+            if item is None and key not in required and not accepts_null(sub):
+                continue
+            out[key] = _drop(item, sub, root, depth + 1)
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_drop(item, schema["items"], root, depth + 1) for item in value]
+    return value
+
+
+def _object_branch(schema: dict, root: dict) -> dict | None:
+    """The object schema a dict value is checked against: ``schema`` itself, or its only
+    object branch of anyOf/oneOf/allOf."""
+    if "properties" in schema or schema.get("type") == "object":
+        return schema
+    branches = [resolve_local(root, b) for key in ("anyOf", "oneOf", "allOf")
+                for b in (schema.get(key) if isinstance(schema.get(key), list) else [])]
+    objects = [b for b in branches if isinstance(b, dict)
+               and ("properties" in b or b.get("type") == "object")]
+    return objects[0] if len(objects) == 1 else None
