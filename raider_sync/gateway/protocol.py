@@ -41,7 +41,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # RFC 3986 pchar minus the percent sign: everything else in a segment is percent-encoded
 _SEGMENT_SAFE = "!$&'()*+,;=:@-._~"
 
-_RESPONSE_HEADERS = frozenset({"content-type", "cache-control", "retry-after"})
+_RESPONSE_HEADERS = frozenset({"content-type", "content-encoding", "cache-control", "retry-after"})
 _REQUEST_HEADERS = frozenset({"content-type", "accept", "last-event-id"})
 _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
 # hop-by-hop (RFC 9110 7.6.1) and the headers that frame the message on one connection
@@ -60,7 +60,8 @@ def _is_mcp_header(lowered: str) -> bool:
 
 def response_header_allowed(name: Any) -> bool:
     """Whether a response header of the MCP server is relayed to the client: Content-Type,
-    Cache-Control, Retry-After and every ``Mcp-*`` header, in any casing. A header the server
+    Content-Encoding (the relay passes a compressed body on unopened), Cache-Control,
+    Retry-After and every ``Mcp-*`` header, in any casing. A header the server
     adds tomorrow does not reach the client until it is named here."""
     if not isinstance(name, str):
         return False
@@ -164,10 +165,17 @@ def config_header_problem(name: Any) -> Optional[str]:
 
 
 def _header_items(headers: Headers) -> Iterable[tuple[Any, Any]]:
-    if headers is None:
+    """The ``(name, value)`` pairs of a mapping or a sequence of pairs; anything else (a
+    number, a string, an entry that is not a pair) yields nothing for it, never an error."""
+    if headers is None or isinstance(headers, (str, bytes)):
         return ()
     items = getattr(headers, "items", None)
-    return items() if callable(items) else headers
+    try:
+        pairs = list(items()) if callable(items) else list(headers)
+    except Exception:  # not iterable, or a mapping whose items() fails
+        return ()
+    return [pair for pair in pairs
+            if isinstance(pair, (tuple, list)) and len(pair) == 2]
 
 
 def request_headers(headers: Headers) -> dict[str, str]:
@@ -192,13 +200,16 @@ def request_headers(headers: Headers) -> dict[str, str]:
     return out
 
 
-def _query_pairs(query: Query) -> list[tuple[str, str]]:
+def _query_pairs(query: Query) -> Optional[list[tuple[str, str]]]:
+    """The pairs of a query string, mapping or sequence of pairs; ``None`` for anything else."""
     if query is None:
         return []
     if isinstance(query, bytes):
         query = query.decode("latin-1")
     if isinstance(query, str):
         return parse_qsl(query, keep_blank_values=True)
+    if not isinstance(query, (Mapping, list, tuple)):
+        return None
     pairs = []
     for key, value in _header_items(query):
         values = value if isinstance(value, (list, tuple)) else [value]
@@ -219,17 +230,24 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
     (``..;x``) and in Unicode's NFKC form (fullwidth dots and slashes): a
     customer key must not climb out of the path the operator configured, whatever the
     upstream's own idea of path normalisation is. Also ``None`` for a query that names a
-    parameter the configured URL fixes (``?tenant=t``): many servers read the last of repeated
-    parameters, so the client would choose it. And ``None`` for a ``url`` that
-    :func:`url_problem` refuses."""
+    parameter the configured URL fixes (``?tenant=t``), also in another case or with
+    whitespace around it (``Tenant``, ``tenant%20``): many servers read the last of repeated
+    parameters, and lenient ones fold case or trim names, so the client would choose it. And
+    ``None`` for a ``url`` that :func:`url_problem` refuses, or a ``rest``/``query`` of a type
+    it does not take (a number, say).
+
+    The relay refuses ``/mcp/<name>/`` (a trailing slash with nothing after it) before it
+    asks here: that is an empty segment, as ``/mcp/<name>/a/`` is."""
     if not isinstance(url, str) or not url:
         return None
     problem, base = _split_url(url)
     if problem is not None:
         return None
     path = base.path
+    if rest is not None and not isinstance(rest, str):
+        return None
     if rest:
-        if not isinstance(rest, str) or _sub_path_problem(rest):
+        if _sub_path_problem(rest):
             return None
         folded = unicodedata.normalize("NFKC", rest)
         if folded.count("/") != rest.count("/") or _sub_path_problem(folded):
@@ -238,15 +256,24 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
         encoded = "/".join(quote(seg, safe=_SEGMENT_SAFE) for seg in segments)
         path = path.rstrip("/") + "/" + encoded
     pairs = _query_pairs(query)
+    if pairs is None:
+        return None
     merged = base.query
     if pairs and merged:
-        fixed = {key for key, _ in parse_qsl(merged, keep_blank_values=True)}
-        if any(key in fixed for key, _ in pairs):
+        fixed = {_query_name(key) for key, _ in parse_qsl(merged, keep_blank_values=True)}
+        if any(_query_name(key) in fixed for key, _ in pairs):
             return None
     if pairs:
         extra = urlencode(pairs, quote_via=quote)
         merged = f"{merged}&{extra}" if merged else extra
     return urlunsplit((base.scheme, base.netloc, path, merged, ""))
+
+
+def _query_name(name: str) -> str:
+    """A query parameter's name as a lenient server may read it: NFKC, case folded, without
+    surrounding whitespace or control characters (``Tenant``, ``tenant%20`` are ``tenant``)."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return _CONTROL.sub("", folded).strip()
 
 
 def _sub_path_problem(rest: str) -> bool:
@@ -280,9 +307,11 @@ def listing_entry(server: Any, base: str) -> dict[str, Any]:
     if is_relayed(transport):
         entry["url"] = str(base).rstrip("/") + endpoint(name)
     else:
+        args, env = _field(server, "args", []), _field(server, "env", {})
         entry["command"] = _field(server, "command")
-        entry["args"] = list(_field(server, "args", []))
-        entry["env"] = dict(_field(server, "env", {}))
+        entry["args"] = [str(a) for a in args] if isinstance(args, (list, tuple)) else []
+        entry["env"] = {str(k): str(v) for k, v in _header_items(env)} \
+            if isinstance(env, Mapping) else {}
     return entry
 
 

@@ -20,14 +20,15 @@ HOP_BY_HOP = ["Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "
 # -- response_header_allowed ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["Content-Type", "content-type", "CACHE-CONTROL", "Retry-After",
-                                  "Mcp-Session-Id", "mcp-protocol-version", "MCP-Whatever-Next"])
+                                  "Mcp-Session-Id", "mcp-protocol-version", "MCP-Whatever-Next",
+                                  "Content-Encoding"])
 def test_response_headers_on_the_allowlist_pass(name):
     assert protocol.response_header_allowed(name) is True
 
 
 @pytest.mark.parametrize("name", ["Set-Cookie", "Server", "X-Powered-By", "Content-Length",
                                   "Transfer-Encoding", "Connection", "WWW-Authenticate", "Location",
-                                  "Content-Encoding", "Mcp-", "Mcpx-Session", "X-Mcp-Session-Id",
+                                  "Mcp-", "Mcpx-Session", "X-Mcp-Session-Id",
                                   "", None, 42])
 def test_response_headers_off_the_allowlist_do_not(name):
     assert protocol.response_header_allowed(name) is False
@@ -205,8 +206,39 @@ def test_upstream_url_keeps_harmless_semicolons_and_unicode():
 def test_upstream_url_refuses_a_query_that_names_a_configured_parameter(query):
     # many servers read the last of repeated parameters: the client would pick the tenant
     assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, query) is None
-    assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, "TENANT=x") == \
-        "https://up.example/mcp?tenant=t&TENANT=x"
+    assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, "tenants=x") == \
+        "https://up.example/mcp?tenant=t&tenants=x"
+
+
+@pytest.mark.parametrize("query", ["Tenant=evil", "TENANT=evil", "tenant%20=evil", "%20tenant=evil",
+                                   "tenant+=evil", "tenant%09=evil", "%EF%BD%94enant=evil",
+                                   {"Tenant ": "evil"}])
+def test_upstream_url_refuses_case_and_whitespace_variants_of_a_configured_parameter(query):
+    # a lenient server folds case or trims names: the variant would still choose the tenant
+    assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, query) is None
+
+
+@pytest.mark.parametrize("call", [
+    lambda: protocol.request_headers(5), lambda: protocol.request_headers([("a",)]),
+    lambda: protocol.request_headers([("Accept", "x", "y"), 7, None]),
+    lambda: protocol.request_headers("Accept: x"),
+    lambda: protocol.upstream_url("https://up.example/mcp", "a", 5),
+    lambda: protocol.upstream_url("https://up.example/mcp", 5, None),
+    lambda: protocol.upstream_url("https://up.example/mcp", "a", object()),
+    lambda: protocol.listing_entry({"name": "x", "transport": "stdio", "args": 5}, "x"),
+    lambda: protocol.listing_entry({"name": "x", "transport": "stdio", "env": 5}, "x"),
+    lambda: protocol.listing_entry({"name": "x", "transport": "stdio", "env": [1]}, "x"),
+])
+def test_the_wire_functions_never_raise_for_bad_input(call):
+    call()  # documented: answers None, an empty result or a partial entry, never an exception
+
+
+def test_bad_input_gets_an_empty_or_refused_answer():
+    assert protocol.request_headers(5) == {}
+    assert protocol.request_headers([("a",), ("Accept", "x")]) == {"Accept": "x"}
+    assert protocol.upstream_url("https://up.example/mcp", "a", 5) is None
+    entry = protocol.listing_entry({"name": "x", "transport": "stdio", "command": "c", "args": 5}, "b")
+    assert entry["args"] == [] and entry["command"] == "c"
 
 
 def test_upstream_url_refuses_a_bad_configured_url():
