@@ -15,90 +15,11 @@ import json
 import signal
 import sys
 import threading
-from typing import Optional
 
 from ..errors import ConfigError
 from .config import GatewayConfig
 from .relay import Relay
-
-
-class Serving:
-    """A waitress server for ``app`` on ``host:port`` (port 0: any free port, see ``port``).
-
-    ``run()`` serves in the calling thread until :meth:`stop`; ``start()`` serves in a thread
-    named ``raider-gateway-serve``. ``stop(timeout)`` closes every connection and the listening
-    socket, joins the serving thread and waitress's worker threads (each bounded by ``timeout``
-    seconds). Raises ImportError when waitress is not installed, OSError when the address is
-    taken.
-
-    waitress reads a whole request body before it calls ``app``; ``max_request_bytes`` (default:
-    the relay's ``config.max_request_bytes``) makes it refuse a larger one with 413 at once,
-    before anything is spooled and before the key is even looked at.
-    """
-
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, threads: int = 16,
-                 max_request_bytes: Optional[int] = None):
-        import waitress.server  # lazily: only serving needs it
-
-        if max_request_bytes is None:
-            max_request_bytes = getattr(getattr(app, "config", None), "max_request_bytes", None)
-        # waitress refuses a body of max_request_body_size bytes or more: one over ours
-        limits = {} if max_request_bytes is None else {
-            "max_request_body_size": max_request_bytes + 1}
-        # channel_request_lookahead lets waitress notice a client that left mid-answer, which
-        # the relay uses to close the upstream of a silent SSE stream.
-        self.server = waitress.server.create_server(
-            app, host=host, port=port, threads=threads, channel_request_lookahead=1,
-            ident="raider-sync-gateway", expose_tracebacks=False, **limits)
-        self.host = self.server.effective_host
-        self.port = self.server.effective_port
-        self._thread: Optional[threading.Thread] = None
-        self._running = threading.Event()
-        self._done = threading.Event()
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in str(self.host) else self.host
-        return f"http://{host}:{self.port}"
-
-    def run(self) -> None:
-        """Serve in this thread until :meth:`stop` (or KeyboardInterrupt)."""
-        self._done.clear()
-        self._running.set()
-        try:
-            self.server.run()
-        finally:
-            self._running.clear()
-            self._done.set()
-
-    def start(self) -> "Serving":
-        """Serve in a background thread; returns once the loop runs."""
-        self._thread = threading.Thread(target=self.run, name="raider-gateway-serve", daemon=True)
-        self._thread.start()
-        return self
-
-    def _close_all(self) -> None:
-        for dispatcher in list(self.server._map.values()):
-            dispatcher.close()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Close the listening socket and every connection, then join (bounded by ``timeout``
-        seconds each) the serving loop and the worker threads. May be called twice."""
-        if self._running.is_set() or (self._thread is not None and self._thread.is_alive()):
-            # the loop owns its sockets: close them from inside it
-            self.server.trigger.pull_trigger(self._close_all)
-            self._done.wait(timeout)
-            if self._thread is not None:
-                self._thread.join(timeout)
-        if self.server._map:  # the loop is not running any more
-            self._close_all()
-        self.server.task_dispatcher.shutdown(timeout=timeout)
-
-    def __enter__(self) -> "Serving":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+from .serving import Serving
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

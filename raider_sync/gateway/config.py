@@ -12,7 +12,8 @@
      "timeouts": {"connect": 10, "read": 300},
      "usage_log": "/var/log/raider-gateway/usage.jsonl",
      "allowed_origins": ["https://app.example.com"],
-     "max_request_bytes": 16777216}
+     "max_request_bytes": 16777216,
+     "limits": {"requests_per_key": 8, "streams_per_key": 4}}
 
 :meth:`GatewayConfig.load` (JSON, or TOML on Python 3.11+) and :meth:`GatewayConfig.from_dict`
 check the shape with pydantic and every wire rule of :mod:`raider_sync.gateway.protocol`, read
@@ -52,6 +53,16 @@ class Timeouts(_Model):
 
     connect: float = Field(default=10.0, gt=0)
     read: float = Field(default=300.0, gt=0)
+
+
+class Limits(_Model):
+    """What one key may hold at once in one relay process: ``requests_per_key`` relayed
+    requests in flight (streams included) and ``streams_per_key`` long-lived streams (``GET``).
+    Unset: half and a quarter of the threads the relay is served with. Over either: 429 with
+    ``Retry-After``."""
+
+    requests_per_key: Optional[int] = Field(default=None, gt=0)
+    streams_per_key: Optional[int] = Field(default=None, gt=0)
 
 
 class Credential(_Model):
@@ -99,6 +110,7 @@ class _Settings(_Model):
     usage_log: Optional[str] = None
     allowed_origins: Optional[list[str]] = None
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    limits: Limits = Field(default_factory=Limits)
 
 
 class GatewayConfig(_Settings):

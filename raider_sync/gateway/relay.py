@@ -48,6 +48,8 @@ from requests.adapters import HTTPAdapter
 from ..errors import ConfigError
 from . import protocol
 from .config import GatewayConfig, GatewayServer
+from .limits import KeyLimits, default_limits
+from .sessions import SessionBinding
 
 log = logging.getLogger("raider_sync.gateway")
 
@@ -60,6 +62,13 @@ _ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)  # an encoded dot, slash or
 # the relay's own upstream headers: a name, and no compression it would have to undo
 _FIXED_HEADERS = {"User-Agent": "raider-sync-gateway", "Accept-Encoding": "identity"}
 UsageCallback = Callable[[dict], None]
+_CLOSE = [("Connection", "close")]
+
+
+class UpstreamBroken(Exception):
+    """Raised from a relayed answer whose upstream broke off after the headers were sent: the
+    WSGI server then aborts the connection, so the client sees the break instead of an answer
+    that looks complete."""
 
 
 class Relay:
@@ -81,7 +90,7 @@ class Relay:
     """
 
     def __init__(self, config: GatewayConfig, *, on_usage: Optional[UsageCallback] = None,
-                 usage_log: Optional[str] = None, pool_size: int = 64):
+                 usage_log: Optional[str] = None, pool_size: int = 64, threads: int = 16):
         if not isinstance(config, GatewayConfig) or not config.resolved:
             raise ConfigError("the relay needs a GatewayConfig from GatewayConfig.load or from_dict")
         self.config = config
@@ -91,6 +100,9 @@ class Relay:
         self._origins = None if config.allowed_origins is None else {
             o.rstrip("/").lower() for o in config.allowed_origins}
         self._session = _upstream_session(pool_size)
+        requests_default, streams_default = default_limits(threads)
+        self._limits = KeyLimits(config.limits.requests_per_key or requests_default,
+                                 config.limits.streams_per_key or streams_default)
         path = usage_log if usage_log is not None else config.usage_log
         self._usage_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                                  0o640) if path else None
@@ -152,6 +164,11 @@ class Relay:
         if self._closed:
             return self._answer(start_response, event, started, 503, "unavailable",
                                 "the gateway is shutting down")
+        if environ.get("HTTP_TRANSFER_ENCODING") and environ.get("CONTENT_LENGTH"):
+            # RFC 9112 6.3: the framing is ambiguous, so whatever follows on this connection
+            # cannot be trusted either (waitress and gunicorn refuse this before the app)
+            return self._answer(start_response, event, started, 400, "bad_request",
+                                "Content-Length and Transfer-Encoding together", _CLOSE)
         try:
             path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
         except UnicodeError:
@@ -175,7 +192,7 @@ class Relay:
             return self._answer(start_response, event, started, 401, "unauthorized",
                                 "a valid key is required (Authorization: Bearer KEY or X-Api-Key)",
                                 [("WWW-Authenticate", 'Bearer realm="raider-sync-gateway"')])
-        event["key"], allowed = key
+        event["key"], allowed, token = key
         method = event["method"]
 
         if route is None:
@@ -198,7 +215,9 @@ class Relay:
             return self._answer(start_response, event, started, 404, "not_found",
                                 "this MCP server runs on the client (stdio); it is not relayed")
         raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
-        url = None if _ENCODED.search(raw.partition("?")[0]) else protocol.upstream_url(
+        # "/mcp/<name>/" is an empty trailing segment, refused as "/mcp/<name>/a/" is
+        refused = _ENCODED.search(raw.partition("?")[0]) or (slash and not rest)
+        url = None if refused else protocol.upstream_url(
             server.url, rest if slash else None, environ.get("QUERY_STRING") or None)
         if url is None:
             return self._answer(start_response, event, started, 400, "bad_path",
@@ -209,13 +228,32 @@ class Relay:
         if isinstance(body, tuple):
             return self._answer(start_response, event, started, *body)
         event["request_bytes"] = len(body)
-        return self._relay(environ, start_response, event, started, server, url, body)
+        bind = SessionBinding(token, event["key"], name)
+        if not bind.accept(environ.get("HTTP_MCP_SESSION_ID")):
+            return self._answer(start_response, event, started, 404, "session_not_found",
+                                "no such session for this key (start a new one)")
+        lease = self._limits.acquire(event["key"], stream=method == "GET")
+        if lease is None:
+            return self._answer(start_response, event, started, 429, "too_many_requests",
+                                "this key holds as many requests or streams as it may",
+                                [("Retry-After", "1")])
+        try:
+            answer = self._relay(environ, start_response, event, started, server, url, body,
+                                 bind)
+        except BaseException:
+            lease.release()
+            raise
+        if isinstance(answer, _Stream):
+            answer.lease = lease
+        else:
+            lease.release()
+        return answer
 
     # -- pieces ----------------------------------------------------------------------------
 
-    def _authenticate(self, environ) -> Optional[tuple[str, frozenset]]:
-        """The (key id, server names) of the presented key, compared in constant time with
-        every configured key (no early exit), or ``None``."""
+    def _authenticate(self, environ) -> Optional[tuple[str, frozenset, str]]:
+        """The (key id, server names, key) of the presented key, compared in constant time
+        with every configured key (no early exit), or ``None``."""
         token = None
         authorization = environ.get("HTTP_AUTHORIZATION", "")
         scheme, _, value = authorization.strip().partition(" ")
@@ -229,7 +267,7 @@ class Relay:
         found = None
         for key_id, expected, servers in self._digests:
             if hmac.compare_digest(digest, expected) and found is None:
-                found = (key_id, servers)
+                found = (key_id, servers, token)
         return found
 
     def _listing(self, environ, start_response, event, started, allowed):
@@ -262,12 +300,13 @@ class Relay:
             return body
         return b""
 
-    def _relay(self, environ, start_response, event, started, server: GatewayServer, url, body):
+    def _relay(self, environ, start_response, event, started, server: GatewayServer, url, body,
+               bind: SessionBinding):
         client = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items()
                   if k.startswith("HTTP_")]
         if environ.get("CONTENT_TYPE"):
             client.append(("Content-Type", environ["CONTENT_TYPE"]))
-        headers = protocol.request_headers(client)
+        headers = bind.upstream(protocol.request_headers(client))
         headers.update(self.config.upstream_headers(server))
         headers.update(_FIXED_HEADERS)
         timeouts = self.config.timeouts_for(server)
@@ -285,15 +324,17 @@ class Relay:
         except requests.exceptions.RequestException:
             return self._answer(start_response, event, started, 502, "upstream_unreachable",
                                 "the MCP server could not be reached")
-        relayed = [(k, v) for k, v in response.raw.headers.items()
-                   if protocol.response_header_allowed(k)]
+        relayed = bind.client([(k, v) for k, v in response.raw.headers.items()
+                               if protocol.response_header_allowed(k)])
         status = _status_line(response.status_code)
         event["status"] = response.status_code
         event_stream = protocol.is_event_stream(response.headers.get("Content-Type"))
         length = _content_length(response)
         if not event_stream and length is not None and length <= BUFFER_LIMIT:
             try:
-                data = response.raw.read(decode_content=True)
+                # never decoded: a compressed body goes on as it came, with its
+                # Content-Encoding, so the relay holds no more than it received
+                data = response.raw.read(decode_content=False)
             except Exception:  # the upstream broke off mid-answer: nothing was sent yet
                 response.close()
                 return self._answer(start_response, event, started, 502, "upstream_broken",
@@ -399,14 +440,15 @@ class _Stream:
         self.lock = threading.Lock()
         self.closed = False
         self.complete = False
+        self.lease = None  # the per-key limit it holds, given back at close
 
     def __iter__(self):
         raw = self.response.raw
-        # decoded, as the buffered answer is: Content-Encoding is not a relayed header
+        # not decoded, as the buffered answer is not: Content-Encoding is relayed with it
         if hasattr(raw, "read1"):  # urllib3 2: whatever has arrived, up to CHUNK
-            chunks = iter(lambda: raw.read1(CHUNK, decode_content=True), b"")
+            chunks = iter(lambda: raw.read1(CHUNK, decode_content=False), b"")
         else:  # urllib3 1.26: one transfer chunk at a time
-            chunks = raw.stream(CHUNK, decode_content=True)
+            chunks = raw.stream(CHUNK, decode_content=False)
         try:
             for chunk in chunks:
                 self.event["response_bytes"] += len(chunk)
@@ -414,7 +456,9 @@ class _Stream:
             self.complete = "ended" not in self.event  # not cut short by abort()
         except Exception as exc:  # the upstream broke off or timed out, or abort() cut it
             log.debug("gateway: relayed answer ended early: %s", type(exc).__name__)
-            self.event.setdefault("ended", "upstream")
+            if self.event.setdefault("ended", "upstream") == "upstream":
+                # ending normally would tell the client the answer is complete
+                raise UpstreamBroken("the MCP server broke off its answer") from None
 
     def abort(self) -> None:
         """Shut the upstream socket so a blocked read returns (called from the watcher)."""
@@ -435,6 +479,8 @@ class _Stream:
                 return
             self.closed = True
         self.relay._unwatch(self)
+        if self.lease is not None:
+            self.lease.release()
         if not self.complete:
             self.event.setdefault("ended", "client")
         self.response.close()

@@ -24,6 +24,8 @@ BOB = "bob-key-9876543210"
 UPSTREAM_TOKEN = "operator-upstream-token"
 GATE_TIMEOUT = 10.0
 SDK_HTTP_COMMAND = [sys.executable, SDK_SERVER, "streamable-http", "{port}"]
+GZIP_BOMB_SIZE = 64 * 1024 * 1024  # once opened; gzip members of 1 MiB of zeros, one after another
+GZIP_BOMB = gzip.compress(bytes(1024 * 1024), compresslevel=9) * (GZIP_BOMB_SIZE // (1024 * 1024))
 
 
 def wait_until(predicate, timeout: float = 10.0) -> bool:
@@ -174,6 +176,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._chunk(data[:10])
         self._chunk(data[10:])
         self._chunk(b"")
+
+    def _mode_gzip_bomb(self, seen):
+        # a small answer that would be GZIP_BOMB_SIZE bytes once opened
+        self._send(200, GZIP_BOMB, extra=[("Content-Encoding", "gzip")])
+
+    def _mode_sse_truncated(self, seen):
+        # the stream breaks off: no last chunk, the connection just ends
+        self._start_chunked("text/event-stream")
+        self._chunk(b"id: 1\ndata: one\n\n")
+        self.close_connection = True
 
     def _mode_big(self, seen):
         body = bytes(range(256)) * (8 * 1024 + 1)  # over the relay's one-write limit
