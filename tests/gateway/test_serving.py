@@ -1,0 +1,89 @@
+"""The relay under waitress against slow clients: many half-sent requests, and one that trickles
+its headers forever. Loopback only, bounded counts, every wait bounded."""
+from __future__ import annotations
+
+import resource
+import select
+import socket
+import time
+
+import requests
+
+from raider_sync.gateway.serving import Serving, connection_limit, waitress_settings
+
+from gateway.support import ALICE, Gateway
+
+AUTH = {"Authorization": f"Bearer {ALICE}"}
+SLOW_CLIENTS = 150
+
+
+def fake(upstream):
+    return {"name": "fake", "url": f"{upstream.url}/base"}
+
+
+def open_slow(gw: Gateway, count: int) -> list[socket.socket]:
+    """``count`` connections that each sent the start of a request's headers and no more."""
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection((gw.host, gw.port), timeout=10)
+        sock.sendall(b"GET /mcp/fake HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
+        socks.append(sock)
+    return socks
+
+
+def test_many_slow_connections_leave_room_for_legitimate_requests(make_gateway, upstream):
+    gw = make_gateway([fake(upstream)], threads=4)
+    slow = open_slow(gw, SLOW_CLIENTS)  # more than waitress's default connection limit of 100
+    try:
+        for _ in range(3):
+            answer = requests.post(f"{gw.url}/mcp/fake", headers=AUTH, json={}, timeout=10)
+            assert answer.status_code == 200
+    finally:
+        for sock in slow:
+            sock.close()
+    assert all(r["method"] == "POST" for r in upstream.requests)  # no slow one got through
+
+
+def test_headers_trickled_byte_by_byte_are_cut_off(upstream):
+    from raider_sync.gateway.config import GatewayConfig
+    from raider_sync.gateway.relay import Relay
+
+    config = GatewayConfig.from_dict({"servers": [fake(upstream)],
+                                      "keys": [{"id": "alice", "env": "A", "servers": ["fake"]}]},
+                                     env={"A": ALICE})
+    with Relay(config) as relay:
+        serving = Serving(relay, threads=2, header_timeout=1.0).start()
+        try:
+            sock = socket.create_connection(("127.0.0.1", serving.port), timeout=10)
+            with sock:
+                sock.sendall(b"GET /mcp/fake HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
+                deadline = time.monotonic() + 15
+                closed = False
+                while time.monotonic() < deadline and not closed:
+                    # one byte every 0.2 s: never silent long enough for an idle timeout
+                    readable, _, _ = select.select([sock], [], [], 0.2)
+                    if readable:
+                        closed = sock.recv(4096) == b""
+                        assert closed, "the request was answered"
+                    else:
+                        try:
+                            sock.sendall(b"x")
+                        except OSError:
+                            closed = True
+                assert closed, "a trickling client held its connection past the header deadline"
+        finally:
+            serving.stop()
+    assert upstream.requests == []
+
+
+def test_the_connection_limit_grows_with_the_open_file_limit_not_stuck_at_100(monkeypatch):
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (4096, 4096))
+    assert connection_limit(16) == 2016  # half of what the threads' upstreams leave
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (256, 256))
+    assert connection_limit(16) == 100  # never below waitress's own default
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (10**6, 10**6))
+    assert connection_limit(16) == 10_000
+    settings = waitress_settings(16)
+    assert settings["asyncore_use_poll"] is True  # select() stops at 1,024 sockets
+    assert settings["connection_limit"] == connection_limit(16)
+    assert waitress_settings(16, connections=5000)["connection_limit"] == 5000
