@@ -1,9 +1,9 @@
-"""``raider-sync gateway --config FILE --listen HOST:PORT``: serve the relay with waitress.
+"""``raider-sync gateway --config FILE --listen HOST:PORT``: serve the relay with waitress, or
+with ``--workers N`` under gunicorn (N processes, see :mod:`raider_sync.gateway.workers`).
 
-waitress (pure Python, threaded; the ``gateway`` extra) is imported only when serving. The relay
-keeps no session state, so for more than one process or machine run it under gunicorn instead,
-several workers behind a load balancer (see :mod:`raider_sync.gateway.relay` and
-``docs/gateway.md``)::
+waitress and gunicorn (the ``gateway`` extra) are imported only when serving. The relay keeps
+no session state, so any number of processes and machines can serve behind a load balancer
+(see :mod:`raider_sync.gateway.relay` and ``docs/gateway.md``); gunicorn by hand::
 
     RAIDER_GATEWAY_CONFIG=gateway.json gunicorn -w 4 -k gthread --threads 32 \\
         -b 0.0.0.0:8080 'raider_sync.gateway.relay:app_from_env()'
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -19,7 +20,7 @@ import threading
 from ..errors import ConfigError
 from .config import GatewayConfig
 from .relay import Relay
-from .serving import Serving
+from .serving import HEADER_TIMEOUT, Serving, reload_keys_on_sighup
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +31,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=16, metavar="N",
                         help="worker threads: requests served at once, SSE streams included "
                              "(default 16)")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="serve with gunicorn: N processes of --threads threads each "
+                             "(default 0: one waitress process)")
+    parser.add_argument("--connection-limit", type=int, metavar="N",
+                        help="connections held at once, slow ones included (default: from the "
+                             "open-file limit, at most 10000)")
+    parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
+                        help="close a connection that has not sent its request headers within "
+                             f"this many seconds (waitress; default {HEADER_TIMEOUT:g})")
     parser.add_argument("--usage-log", metavar="FILE",
                         help="append usage events as JSON lines here (overrides the config)")
     parser.add_argument("--check", action="store_true",
@@ -81,9 +91,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{args.config}: ok ({len(config.servers)} servers, {len(config.keys)} keys)")
         return 0
-    relay = Relay(config, usage_log=args.usage_log)
+    threads = max(1, args.threads)
+    if args.workers > 0:
+        return _run_workers(args, host, port, threads)
+    relay = Relay(config, usage_log=args.usage_log, threads=threads)
     try:
-        serving = Serving(relay, host, port, threads=max(1, args.threads))
+        serving = Serving(relay, host, port, threads=threads,
+                          connection_limit=args.connection_limit,
+                          header_timeout=args.header_timeout)
     except ImportError:
         relay.close()
         print("raider-sync gateway: waitress is not installed "
@@ -94,11 +109,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"raider-sync gateway: cannot listen on {args.listen}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
-    previous = None
+    previous = hup = None
     if threading.current_thread() is threading.main_thread():
         def terminate(signum, frame):
             raise KeyboardInterrupt
         previous = signal.signal(signal.SIGTERM, terminate)
+        hup = reload_keys_on_sighup(relay)
     print(f"raider-sync gateway: serving {len(config.servers)} servers on {serving.url}",
           flush=True)
     try:
@@ -108,8 +124,27 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if hup is not None:
+            signal.signal(signal.SIGHUP, hup)
         relay.close()  # ends relayed streams, so the workers can finish
         serving.stop()
+    return 0
+
+
+def _run_workers(args: argparse.Namespace, host: str, port: int, threads: int) -> int:
+    """gunicorn with ``--workers`` processes until SIGINT/SIGTERM (see :mod:`.workers`)."""
+    try:
+        from .workers import serve
+        import gunicorn  # noqa: F401
+    except ImportError:
+        print("raider-sync gateway: --workers needs gunicorn "
+              "(pip install 'raider_sync[gateway]')", file=sys.stderr)
+        return 1
+    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    print(f"raider-sync gateway: serving on http://{bind} with {args.workers} gunicorn workers",
+          flush=True)
+    serve(os.path.abspath(args.config), bind, args.workers, threads, args.usage_log,
+          args.connection_limit)
     return 0
 
 

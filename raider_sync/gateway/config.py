@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ..errors import ConfigError
 from . import protocol
+from .keys import external_entries
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -111,6 +112,8 @@ class _Settings(_Model):
     allowed_origins: Optional[list[str]] = None
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     limits: Limits = Field(default_factory=Limits)
+    keys_dir: Optional[str] = None
+    keys_env: Optional[str] = None
 
 
 class GatewayConfig(_Settings):
@@ -122,6 +125,7 @@ class GatewayConfig(_Settings):
     _digests: list[tuple[str, bytes, frozenset]] = PrivateAttr(default_factory=list)
     _credentials: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
     _resolved: bool = PrivateAttr(default=False)
+    _reload: Any = PrivateAttr(default=None)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -153,7 +157,9 @@ class GatewayConfig(_Settings):
                                   f"{exc.msg}") from exc
             except UnicodeDecodeError as exc:
                 raise ConfigError(f"{path}: not UTF-8 text") from exc
-        return cls.from_dict(data, env=env, source=path)
+        config = cls.from_dict(data, env=env, source=path)
+        config._reload = lambda: cls.load(path, env=env)
+        return config
 
     @classmethod
     def from_dict(cls, data: Any, *, env: Mapping[str, str] | None = None,
@@ -169,7 +175,8 @@ class GatewayConfig(_Settings):
         servers = _servers(data.get("servers", []), problems)
         known = {s.get("name") for s in data.get("servers", []) if isinstance(s, dict)} \
             if isinstance(data.get("servers", []), list) else set()
-        keys = _keys(data.get("keys", []), known, problems)
+        external = tuple(external_entries(data, env, problems))
+        keys = _keys(data.get("keys", []), known, problems, external)
         digests = _key_digests(keys, env, problems)
         credentials = _credentials(servers, env, problems)
         if problems:
@@ -179,6 +186,7 @@ class GatewayConfig(_Settings):
         config._digests = digests
         config._credentials = credentials
         config._resolved = True
+        config._reload = lambda: cls.from_dict(data, env=env, source=source)
         return config
 
     # -- use -------------------------------------------------------------------------------
@@ -194,6 +202,14 @@ class GatewayConfig(_Settings):
             if server.name == name:
                 return server
         return None
+
+    def reloaded(self) -> "GatewayConfig":
+        """The config read again from where it came from (the file, with ``keys_dir`` and
+        ``keys_env``), for new keys. Raises ConfigError as :meth:`load` does, or for a config
+        that was not loaded."""
+        if self._reload is None:
+            raise ConfigError("only a config from GatewayConfig.load or from_dict can be reloaded")
+        return self._reload()
 
     def key_digests(self) -> list[tuple[str, bytes, frozenset]]:
         """``(key id, sha256 digest of the key, names of its servers)`` for every key."""
@@ -251,14 +267,16 @@ def _where(kind: str, index: int, entry: Any, field: str) -> str:
     return f"{kind}[{index}] ({label})" if isinstance(label, str) else f"{kind}[{index}]"
 
 
-def _entries(raw: Any, kind: str, label: str, model: type, problems: list[str]):
-    """``(where, model(**entry))`` for each entry of the list ``raw`` that validates; what
-    does not is added to ``problems`` under ``kind[i] (label)``."""
+def _entries(raw: Any, kind: str, label: str, model: type, problems: list[str],
+             extra: tuple = ()):
+    """``(where, model(**entry))`` for each entry of the list ``raw`` that validates, then for
+    each ``(where, entry)`` of ``extra``; what does not is added to ``problems`` under
+    ``kind[i] (label)`` (or the extra's own ``where``)."""
     if not isinstance(raw, list):
         problems.append(f"{kind}: expected a list of {kind[:-1]} entries")
-        return
-    for i, entry in enumerate(raw):
-        where = _where(kind, i, entry, label)
+        raw = []
+    labelled = [(_where(kind, i, entry, label), entry) for i, entry in enumerate(raw)]
+    for where, entry in labelled + list(extra):
         if not isinstance(entry, dict):
             problems.append(f"{where}: expected an object")
             continue
@@ -336,9 +354,10 @@ def _credential_problems(server: GatewayServer) -> list[str]:
     return out
 
 
-def _keys(raw: Any, known: set, problems: list[str]) -> list[tuple[str, GatewayKey]]:
+def _keys(raw: Any, known: set, problems: list[str], extra: tuple = ()
+          ) -> list[tuple[str, GatewayKey]]:
     keys, seen = [], set()
-    for where, key in _entries(raw, "keys", "id", GatewayKey, problems):
+    for where, key in _entries(raw, "keys", "id", GatewayKey, problems, extra):
         found = []
         if (key.env is None) == (key.sha256 is None):
             found.append("env: give the key by exactly one of env or sha256")

@@ -23,6 +23,7 @@ encoding), so no upstream that decodes once more can be walked out of its config
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 from typing import Any, Iterable, Mapping, Optional, Union
@@ -32,6 +33,7 @@ _TRANSPORTS = ("stdio", "streamable-http")
 _DEFAULT_TRANSPORT = "streamable-http"
 _RELAYED = frozenset({"streamable-http"})
 _LISTING_PATH = "/v1/mcp/servers"
+_RPC_BODY_LIMIT = 1024 * 1024
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _NAME_MAX = 64
@@ -324,3 +326,21 @@ def is_event_stream(content_type: Any) -> bool:
     if not isinstance(content_type, str):
         return False
     return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def rpc_call(body: Any) -> tuple[Optional[str], Optional[str]]:
+    """``(JSON-RPC method, tool name)`` of a request body, for usage events: ``("tools/call",
+    "echo")``, ``("initialize", None)``; ``(None, None)`` for a body that is not one JSON-RPC
+    request object (a batch, a response, not JSON, over 1 MiB). Reads nothing else of MCP."""
+    if not isinstance(body, (bytes, str)) or not body or len(body) > _RPC_BODY_LIMIT:
+        return None, None
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None, None
+    method = message.get("method") if isinstance(message, dict) else None
+    if not isinstance(method, str):
+        return None, None
+    params = message.get("params")
+    tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
+    return method, tool if isinstance(tool, str) else None

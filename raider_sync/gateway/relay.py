@@ -52,6 +52,7 @@ from .limits import KeyLimits, default_limits
 from .sessions import SessionBinding
 
 log = logging.getLogger("raider_sync.gateway")
+usage_log = logging.getLogger("raider_sync.gateway.usage")
 
 CONFIG_ENV = "RAIDER_GATEWAY_CONFIG"
 BUFFER_LIMIT = 1024 * 1024     # a plain answer up to this size is relayed in one write
@@ -141,12 +142,26 @@ class Relay:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def reload_keys(self) -> bool:
+        """Read the config's keys again (the file, ``keys_dir``, ``keys_env``) and use them for
+        the requests that follow; requests and streams in flight go on. A config that no longer
+        loads is logged and the keys in use are kept: returns False then. Safe from a signal
+        handler or any thread."""
+        try:
+            fresh = self.config.reloaded()
+        except ConfigError as exc:
+            log.error("gateway: keys not reloaded, the config has problems: %s", exc)
+            return False
+        self._digests = fresh.key_digests()  # one assignment: a request sees old or new
+        log.info("gateway: keys reloaded (%d keys)", len(self._digests))
+        return True
+
     # -- WSGI ------------------------------------------------------------------------------
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         event = {"key": None, "server": None, "endpoint": None,
-                 "method": environ.get("REQUEST_METHOD", "GET"), "status": None,
-                 "request_bytes": 0, "response_bytes": 0}
+                 "method": environ.get("REQUEST_METHOD", "GET"), "rpc": None, "tool": None,
+                 "status": None, "request_bytes": 0, "response_bytes": 0}
         started = time.perf_counter()
         try:
             return self._handle(environ, start_response, event, started)
@@ -228,6 +243,7 @@ class Relay:
         if isinstance(body, tuple):
             return self._answer(start_response, event, started, *body)
         event["request_bytes"] = len(body)
+        event["rpc"], event["tool"] = protocol.rpc_call(body)
         bind = SessionBinding(token, event["key"], name)
         if not bind.accept(environ.get("HTTP_MCP_SESSION_ID")):
             return self._answer(start_response, event, started, 404, "session_not_found",
@@ -377,8 +393,12 @@ class Relay:
     def _emit(self, event: dict, started: float) -> None:
         event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         event = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event}
+        text = json.dumps(event) if self._usage_fd is not None \
+            or usage_log.isEnabledFor(logging.INFO) else None
+        if text is not None:
+            usage_log.info(text, extra={"usage": event})  # one JSON line, for log pipelines
         if self._usage_fd is not None:
-            line = (json.dumps(event) + "\n").encode()
+            line = (text + "\n").encode()
             with self._usage_lock:
                 try:
                     if self._usage_fd is not None:
@@ -532,10 +552,16 @@ def make_app(config: GatewayConfig | str | os.PathLike, **kw: Any) -> Relay:
     return Relay(config, **kw)
 
 
-def app_from_env() -> Relay:
+def app_from_env(threads: int = 16) -> Relay:
     """The relay for the config file named by ``$RAIDER_GATEWAY_CONFIG`` (for gunicorn:
-    ``'raider_sync.gateway.relay:app_from_env()'``). Raises ConfigError when unset or bad."""
+    ``'raider_sync.gateway.relay:app_from_env(threads=32)'``, with the ``--threads`` given to
+    gunicorn, from which the per-key limits are derived). In the main thread, SIGHUP then
+    reloads the keys (under gunicorn: sent to a worker). Raises ConfigError when unset or bad."""
+    from .serving import reload_keys_on_sighup
+
     path = os.environ.get(CONFIG_ENV)
     if not path:
         raise ConfigError(f"set {CONFIG_ENV} to the gateway's config file")
-    return make_app(path)
+    relay = make_app(path, threads=threads)
+    reload_keys_on_sighup(relay)
+    return relay

@@ -20,6 +20,7 @@ of threads:
 from __future__ import annotations
 
 import resource
+import signal
 import threading
 import time
 from typing import Any, Optional
@@ -57,6 +58,14 @@ def waitress_settings(threads: int, max_request_bytes: Optional[int] = None,
         # waitress refuses a body of max_request_body_size bytes or more: one over ours
         settings["max_request_body_size"] = max_request_bytes + 1
     return settings
+
+
+def reload_keys_on_sighup(relay) -> Any:
+    """Make SIGHUP call ``relay.reload_keys()`` (in the main thread only, where signal handlers
+    live); returns the previous handler, or ``None`` when not in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGHUP, lambda signum, frame: relay.reload_keys())
 
 
 def _strict(server, header_timeout: float) -> None:

@@ -14,6 +14,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+import requests
+
 from conftest import SDK_SERVER, free_port, wait_for_port
 from raider_sync.gateway.cli import Serving
 from raider_sync.gateway.config import GatewayConfig
@@ -24,6 +26,8 @@ BOB = "bob-key-9876543210"
 UPSTREAM_TOKEN = "operator-upstream-token"
 GATE_TIMEOUT = 10.0
 SDK_HTTP_COMMAND = [sys.executable, SDK_SERVER, "streamable-http", "{port}"]
+ACCEPT = "application/json, text/event-stream"
+VERSION = "2025-06-18"
 GZIP_BOMB_SIZE = 64 * 1024 * 1024  # once opened; gzip members of 1 MiB of zeros, one after another
 GZIP_BOMB = gzip.compress(bytes(1024 * 1024), compresslevel=9) * (GZIP_BOMB_SIZE // (1024 * 1024))
 
@@ -229,6 +233,62 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+def messages(answer: requests.Response) -> list[dict]:
+    """The JSON-RPC messages of an answer: one JSON body, or the data of each SSE event."""
+    if answer.headers.get("Content-Type", "").startswith("application/json"):
+        return [answer.json()]
+    out = []
+    for event in answer.text.replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(line[5:].lstrip() for line in event.split("\n") if line.startswith("data:"))
+        if data:
+            out.append(json.loads(data))
+    return out
+
+
+class Mcp:
+    """Just enough of a Streamable HTTP client on ``requests`` to drive a server by hand."""
+
+    def __init__(self, url: str, key: str = ALICE):
+        self.url, self.session_id, self.http, self.next_id = url, None, requests.Session(), 1
+        self.key = key
+
+    def headers(self, **extra) -> dict:
+        headers = {"Authorization": f"Bearer {self.key}", "Accept": ACCEPT,
+                   "Content-Type": "application/json", **extra}
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+            headers["Mcp-Protocol-Version"] = VERSION
+        return headers
+
+    def post(self, message: dict, **kw) -> requests.Response:
+        return self.http.post(self.url, headers=self.headers(), data=json.dumps(message),
+                              timeout=20, **kw)
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
+        self.next_id += 1
+        answer = self.post(message)
+        assert answer.status_code == 200, (answer.status_code, answer.text)
+        found = [m for m in messages(answer) if m.get("id") == message["id"]]
+        assert found, answer.text
+        return found[0]
+
+    def initialize(self) -> dict:
+        answer = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {},
+            "clientInfo": {"name": "gateway-test", "version": "1"}}})
+        assert answer.status_code == 200, answer.text
+        self.session_id = answer.headers.get("Mcp-Session-Id")
+        assert self.session_id, "the session id did not come through the relay"
+        result = messages(answer)[-1]["result"]
+        notified = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert notified.status_code == 202
+        return result
+
+    def close(self) -> None:
+        self.http.close()
+
+
 # -- real peers over Streamable HTTP ------------------------------------------------------
 
 def spawn(command: list[str]) -> tuple[subprocess.Popen, int]:
@@ -255,3 +315,99 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+# -- many relay processes behind a load balancer -------------------------------------------
+
+_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "te",
+        "upgrade", "proxy-connection", "trailer"}
+
+
+class RoundRobin:
+    """A tiny round-robin load balancer as a WSGI app (served by waitress in the tests): each
+    request goes to the next backend in turn, with no session affinity; a backend that refuses
+    the connection is skipped. ``served`` counts the requests each backend answered."""
+
+    def __init__(self, backends: list[str]):
+        self.backends, self.served = backends, [0] * len(backends)
+        self.lock, self.turn = threading.Lock(), 0
+        self.http = requests.Session()
+        self.http.trust_env = False
+
+    def __call__(self, environ, start_response):
+        headers = {k[5:].replace("_", "-").title(): v for k, v in environ.items()
+                   if k.startswith("HTTP_") and k[5:].replace("_", "-").lower() not in _HOP}
+        if environ.get("CONTENT_TYPE"):
+            headers["Content-Type"] = environ["CONTENT_TYPE"]
+        headers["Connection"] = "close"  # a fresh connection each time: nothing pooled to leak
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else None
+        path = environ.get("PATH_INFO", "") + (
+            "?" + environ["QUERY_STRING"] if environ.get("QUERY_STRING") else "")
+        for _ in range(len(self.backends)):
+            with self.lock:
+                index, self.turn = self.turn, (self.turn + 1) % len(self.backends)
+            try:
+                answer = self.http.request(environ["REQUEST_METHOD"], self.backends[index] + path,
+                                           headers=headers, data=body, stream=True,
+                                           timeout=(2, 30))
+            except requests.ConnectionError:
+                continue  # that machine is down: the next one
+            with self.lock:
+                self.served[index] += 1
+            start_response(f"{answer.status_code} {answer.reason}",
+                           [(k, v) for k, v in answer.headers.items() if k.lower() not in _HOP])
+            return _Relayed(answer)
+        start_response("502 Bad Gateway", [("Content-Type", "text/plain")])
+        return [b"no backend"]
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class _Relayed:
+    def __init__(self, answer):
+        self.answer = answer
+
+    def __iter__(self):
+        yield from self.answer.raw.stream(65536, decode_content=False)
+
+    def close(self):
+        self.answer.close()
+
+
+def relay_process(config_path: str, env: dict, *extra: str) -> tuple[subprocess.Popen, str]:
+    """``raider-sync gateway`` in a process of its own on a free port; waits until it listens
+    (bounded). Returns (process, base URL)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "raider_sync", "gateway", "--config", config_path,
+         "--listen", f"127.0.0.1:{port}", *extra],
+        env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for_port(port, timeout=30, proc=proc)
+    except BaseException:
+        stop_group(proc)
+        raise
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM a process started in its own session and its children (gunicorn's workers);
+    SIGKILL after a bounded wait."""
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(10)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # gunicorn's workers, should the master have gone first
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -9,14 +9,11 @@ import time
 
 import httpx2
 import pytest
-import requests
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.support import ALICE, wait_until
+from gateway.support import ALICE, VERSION, Mcp, messages, wait_until
 
-ACCEPT = "application/json, text/event-stream"
-VERSION = "2025-06-18"
 AUTH = {"Authorization": f"Bearer {ALICE}"}
 
 
@@ -26,60 +23,6 @@ def peer(request, everything_http, sdk_http, make_gateway):
     up front so they start before the leak guard takes its snapshot."""
     url = everything_http if request.param == "everything" else sdk_http
     return request.param, make_gateway([{"name": request.param, "url": url}])
-
-
-def messages(answer: requests.Response) -> list[dict]:
-    """The JSON-RPC messages of an answer: one JSON body, or the data of each SSE event."""
-    if answer.headers.get("Content-Type", "").startswith("application/json"):
-        return [answer.json()]
-    out = []
-    for event in answer.text.replace("\r\n", "\n").split("\n\n"):
-        data = "\n".join(line[5:].lstrip() for line in event.split("\n") if line.startswith("data:"))
-        if data:
-            out.append(json.loads(data))
-    return out
-
-
-class Mcp:
-    """Just enough of a Streamable HTTP client on ``requests`` to drive a server by hand."""
-
-    def __init__(self, url: str):
-        self.url, self.session_id, self.http, self.next_id = url, None, requests.Session(), 1
-
-    def headers(self, **extra) -> dict:
-        headers = {**AUTH, "Accept": ACCEPT, "Content-Type": "application/json", **extra}
-        if self.session_id:
-            headers["Mcp-Session-Id"] = self.session_id
-            headers["Mcp-Protocol-Version"] = VERSION
-        return headers
-
-    def post(self, message: dict, **kw) -> requests.Response:
-        return self.http.post(self.url, headers=self.headers(), data=json.dumps(message),
-                              timeout=20, **kw)
-
-    def request(self, method: str, params: dict | None = None) -> dict:
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
-        self.next_id += 1
-        answer = self.post(message)
-        assert answer.status_code == 200, (answer.status_code, answer.text)
-        found = [m for m in messages(answer) if m.get("id") == message["id"]]
-        assert found, answer.text
-        return found[0]
-
-    def initialize(self) -> dict:
-        answer = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": VERSION, "capabilities": {},
-            "clientInfo": {"name": "gateway-test", "version": "1"}}})
-        assert answer.status_code == 200, answer.text
-        self.session_id = answer.headers.get("Mcp-Session-Id")
-        assert self.session_id, "the session id did not come through the relay"
-        result = messages(answer)[-1]["result"]
-        notified = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert notified.status_code == 202
-        return result
-
-    def close(self) -> None:
-        self.http.close()
 
 
 def test_initialize_tools_call_and_delete_through_the_relay(peer):
