@@ -1,20 +1,32 @@
-"""The gateway leg: what the relay costs in front of a real MCP server, in one run.
+"""The gateway leg: what the relay costs in front of a real MCP server, and what it holds at
+once, in one run.
 
 The official SDK's server (Streamable HTTP, JSON answers) is called by a plain
-``requests.Session`` client, once directly and once through ``raider-sync gateway`` (waitress,
-its own process, 16 threads) on the same machine. Reported: p50 latency of a tool call and the
-latency the relay adds, and calls per second with 16 client threads, as ratios relay / direct.
-Targets: the relay adds under 1 ms p50 on loopback and keeps at least half the throughput.
+``requests.Session`` client directly, through ``raider-sync gateway`` (waitress, its own
+process, 16 threads) and through ``raider-sync gateway --workers 2`` (gunicorn, 2 workers of 16
+threads). Reported: p50 latency of a tool call at 1 client and calls per second with 16 client
+threads, as ratios relay / direct. Targets: the relay adds under 1 ms p50 on loopback and keeps
+at least half the throughput.
+
+Then, held at once on this machine: STREAMS open SSE streams (GET, one MCP session each) through
+a waitress relay with enough threads, and SLOW_CLIENTS slowloris connections (half-sent request
+headers) against the 16-thread relay. Each time the p50 of a legitimate tool call is compared
+with its idle p50 (target: under 2x), and the relay's memory per open stream is reported.
+Loopback only; every wait bounded.
 """
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import tempfile
+import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+import psutil
 import requests
 
 from .common import SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table
@@ -24,6 +36,9 @@ CALLS = 400
 CLIENTS = 16
 CALLS_PER_CLIENT = 60
 ROUNDS = 2          # direct and relayed measured alternately, best round kept
+STREAMS = 1000
+SLOW_CLIENTS = 1000
+LOADED_CALLS = 200
 KEY = "bench-key-0123456789"
 VERSION = "2025-06-18"
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -61,14 +76,14 @@ class Client:
         self.http.close()
 
 
-def latency(url: str) -> float:
+def latency(url: str, calls: int = CALLS) -> float:
     """p50 seconds of a sequential tool call."""
     client = Client(url)
     try:
         for _ in range(WARMUP):
             client.call()
         times = []
-        for _ in range(CALLS):
+        for _ in range(calls):
             started = time.perf_counter()
             client.call()
             times.append(time.perf_counter() - started)
@@ -109,45 +124,130 @@ def throughput(url: str) -> float:
     return CLIENTS * CALLS_PER_CLIENT / elapsed
 
 
+def hold_streams(base: str, count: int) -> list[socket.socket]:
+    """``count`` SSE streams (GET, each in its own MCP session) open through the relay at
+    ``base``; returns their sockets once every stream's headers arrived."""
+    url = f"{base}/mcp/sdk"
+    host, port = base.rsplit("/", 1)[-1].split(":")
+    with ThreadPoolExecutor(8) as pool:  # sessions are opened a few at a time
+        sessions = list(pool.map(lambda _: Client(url), range(count)))
+    socks = []
+    for client in sessions:
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        socks.append(sock)
+        sock.sendall((f"GET /mcp/sdk HTTP/1.1\r\nHost: {host}\r\nX-Api-Key: {KEY}\r\n"
+                      f"Accept: text/event-stream\r\nMcp-Protocol-Version: {VERSION}\r\n"
+                      f"Mcp-Session-Id: {client.headers['Mcp-Session-Id']}\r\n\r\n").encode())
+        client.http.close()
+    for sock in socks:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = sock.recv(4096)
+            if not data:
+                raise RuntimeError("a stream was closed before its headers")
+            head += data
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError(f"a stream was refused: {head[:60]!r}")
+    return socks
+
+
+def hold_slow(base: str, count: int) -> list[socket.socket]:
+    """``count`` connections that sent half a request's headers and wait."""
+    host, port = base.rsplit("/", 1)[-1].split(":")
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        sock.sendall(b"GET /mcp/sdk HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        socks.append(sock)
+    return socks
+
+
+def close_all(socks: list[socket.socket]) -> None:
+    for sock in socks:
+        sock.close()
+
+
+def overhead(direct: str, relays: dict[str, str]) -> None:
+    lat = {"direct": [], **{name: [] for name in relays}}
+    rps = {"direct": [], **{name: [] for name in relays}}
+    started = time.monotonic()
+    for _ in range(ROUNDS):
+        for label, url in (("direct", direct), *relays.items()):
+            lat[label].append(latency(url))
+            rps[label].append(throughput(url))
+    took = time.monotonic() - started
+    d_lat, d_rps = min(lat["direct"]), max(rps["direct"])
+    rows = [("", "tool call p50, 1 client", "relay / direct", f"calls/s, {CLIENTS} clients",
+             "relay / direct"),
+            ("direct", ms(d_lat), "", f"{d_rps:8.0f}", "")]
+    for name in relays:
+        r_lat, r_rps = min(lat[name]), max(rps[name])
+        rows.append((name, ms(r_lat), ratio(r_lat, d_lat), f"{r_rps:8.0f}", ratio(r_rps, d_rps)))
+    table("gateway: the SDK server (JSON answers) called by requests, direct vs through relays",
+          rows)
+    for name in relays:
+        added = min(lat[name]) - d_lat
+        print(f"  {name}: adds {added * 1000:.3f} ms p50 per call (target < 1 ms), keeps "
+              f"{max(rps[name]) / d_rps:.0%} of the direct throughput (target >= 50%)")
+    print(f"  measured in {took:.1f} s")
+
+
+def held_at_once(relay: subprocess.Popen, wide: str, narrow: str) -> None:
+    rss = psutil.Process(relay.pid).memory_info().rss
+    idle = latency(f"{wide}/mcp/sdk", LOADED_CALLS)
+    socks = hold_streams(wide, STREAMS)
+    try:
+        per_stream = (psutil.Process(relay.pid).memory_info().rss - rss) / STREAMS
+        loaded = latency(f"{wide}/mcp/sdk", LOADED_CALLS)
+    finally:
+        close_all(socks)
+    idle_narrow = latency(f"{narrow}/mcp/sdk", LOADED_CALLS)
+    slow = hold_slow(narrow, SLOW_CLIENTS)
+    try:
+        slowed = latency(f"{narrow}/mcp/sdk", LOADED_CALLS)
+    finally:
+        close_all(slow)
+    table("gateway: held at once on one machine (waitress), legitimate tool call p50", [
+        ("", "idle", "while held", "held / idle"),
+        (f"{STREAMS} open SSE streams", ms(idle), ms(loaded), ratio(loaded, idle)),
+        (f"{SLOW_CLIENTS} slowloris connections", ms(idle_narrow), ms(slowed),
+         ratio(slowed, idle_narrow)),
+    ])
+    print(f"  relay memory per open stream: {per_stream / 1024:.0f} KiB "
+          f"(targets: held / idle under 2x)")
+
+
 def main() -> None:
-    server_port, relay_port = free_port(), free_port()
+    server_port = free_port()
+    ports = {name: free_port() for name in ("waitress", "gunicorn", "wide")}
     server = start_listening(
         [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
     direct = f"http://127.0.0.1:{server_port}/mcp"
+    relays: dict[str, subprocess.Popen] = {}
     with tempfile.TemporaryDirectory(prefix="raider-bench-gateway-") as folder:
         config = os.path.join(folder, "gateway.json")
-        with open(config, "w") as fh:
+        with open(config, "w") as fh:  # one key for all clients: lift the per-key limits
             json.dump({"servers": [{"name": "sdk", "url": direct}],
-                       "keys": [{"id": "bench", "env": "RAIDER_BENCH_KEY", "servers": ["sdk"]}]}, fh)
-        relay = None
+                       "keys": [{"id": "bench", "env": "RAIDER_BENCH_KEY", "servers": ["sdk"]}],
+                       "limits": {"requests_per_key": 4 * STREAMS,
+                                  "streams_per_key": 2 * STREAMS}}, fh)
+        command = [sys.executable, "-m", "raider_sync.gateway", "--config", config]
+        extra = {"waitress": ["--threads", str(CLIENTS)],
+                 "gunicorn": ["--threads", str(CLIENTS), "--workers", "2"],
+                 "wide": ["--threads", str(STREAMS + 2 * CLIENTS)]}
         try:
-            relay = start_listening(
-                [sys.executable, "-m", "raider_sync.gateway", "--config", config,
-                 "--listen", f"127.0.0.1:{relay_port}", "--threads", str(CLIENTS)],
-                relay_port, env={"RAIDER_BENCH_KEY": KEY})
-            relayed = f"http://127.0.0.1:{relay_port}/mcp/sdk"
-            started = time.monotonic()
-            lat = {"direct": [], "relay": []}
-            rps = {"direct": [], "relay": []}
-            for _ in range(ROUNDS):
-                for label, url in (("direct", direct), ("relay", relayed)):
-                    lat[label].append(latency(url))
-                    rps[label].append(throughput(url))
-            took = time.monotonic() - started
+            for name, port in ports.items():
+                relays[name] = start_listening(
+                    command + ["--listen", f"127.0.0.1:{port}", *extra[name]], port,
+                    env={"RAIDER_BENCH_KEY": KEY})
+            url = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
+            overhead(direct, {"waitress relay": f"{url['waitress']}/mcp/sdk",
+                              "gunicorn relay, 2 workers": f"{url['gunicorn']}/mcp/sdk"})
+            held_at_once(relays["wide"], url["wide"], url["waitress"])
         finally:
-            if relay is not None:
+            for relay in relays.values():
                 stop_process(relay)
             stop_process(server)
-    d_lat, r_lat = min(lat["direct"]), min(lat["relay"])
-    d_rps, r_rps = max(rps["direct"]), max(rps["relay"])
-    added = r_lat - d_lat
-    table("gateway: the SDK server (JSON answers) called by requests, direct vs through the relay", [
-        ("", "direct", "through relay", "relay / direct"),
-        ("tool call p50", ms(d_lat), ms(r_lat), ratio(r_lat, d_lat)),
-        (f"calls/s, {CLIENTS} threads", f"{d_rps:8.0f}", f"{r_rps:8.0f}", ratio(r_rps, d_rps)),
-    ])
-    print(f"  relay adds {added * 1000:.3f} ms p50 per call (target < 1 ms) and keeps "
-          f"{r_rps / d_rps:.0%} of the direct throughput (target >= 50%); measured in {took:.1f} s")
 
 
 if __name__ == "__main__":

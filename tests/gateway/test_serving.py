@@ -87,3 +87,31 @@ def test_the_connection_limit_grows_with_the_open_file_limit_not_stuck_at_100(mo
     assert settings["asyncore_use_poll"] is True  # select() stops at 1,024 sockets
     assert settings["connection_limit"] == connection_limit(16)
     assert waitress_settings(16, connections=5000)["connection_limit"] == 5000
+
+
+def test_many_open_streams_leave_room_for_legitimate_requests(make_gateway, upstream):
+    # the short form of the benchmark's 1,000 streams: each stream holds a thread
+    streams = 40
+    gw = make_gateway([fake(upstream)], threads=streams + 8,
+                      limits={"requests_per_key": 2 * streams, "streams_per_key": streams})
+    socks = []
+    try:
+        for _ in range(streams):
+            sock = socket.create_connection((gw.host, gw.port), timeout=10)
+            socks.append(sock)
+            sock.sendall(b"GET /mcp/fake/sse-gated HTTP/1.1\r\nHost: gw\r\nAccept: text/event-stream\r\n"
+                         b"X-Api-Key: " + ALICE.encode() + b"\r\n\r\n")
+        for sock in socks:
+            received = b""
+            while b"data: one" not in received:
+                data = sock.recv(4096)
+                assert data, "a stream was closed"
+                received += data
+        assert gw.relay._limits.held("alice") == (streams, streams)
+        for _ in range(3):
+            answer = requests.post(f"{gw.url}/mcp/fake", headers=AUTH, json={}, timeout=10)
+            assert answer.status_code == 200
+    finally:
+        upstream.gate.set()
+        for sock in socks:
+            sock.close()
