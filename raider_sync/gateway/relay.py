@@ -100,7 +100,7 @@ class Relay:
         self._servers = {s.name: s for s in config.servers}
         self._origins = None if config.allowed_origins is None else {
             o.rstrip("/").lower() for o in config.allowed_origins}
-        self._session = _upstream_session(pool_size)
+        self._session = _upstream_session(max(pool_size, threads))  # a stream each
         requests_default, streams_default = default_limits(threads)
         self._limits = KeyLimits(config.limits.requests_per_key or requests_default,
                                  config.limits.streams_per_key or streams_default)
