@@ -14,14 +14,23 @@ be reached, or does not answer within the configured seconds, is a 502 with a sh
 that names neither the upstream nor the cause. Every request yields one usage event (see
 :class:`Relay`).
 
-The relay keeps no session state: MCP sessions live in the upstream servers and their
-``Mcp-Session-Id`` travels with every request, so any process can serve any request. Run it
-with ``raider-sync gateway --config FILE --listen HOST:PORT`` (waitress), or under gunicorn
-with several workers behind a load balancer::
+The order of the checks on a request: the framing (``Content-Length`` with
+``Transfer-Encoding`` is 400 and closes the connection), the path, the ``Origin``, the key,
+the method and server, the sub-path and query, the body, the session id (sealed for this key,
+see :mod:`raider_sync.gateway.sessions`), the per-key limits (429, see
+:mod:`raider_sync.gateway.limits`); only then does anything go upstream. Compressed answers are
+passed on unopened; a streamed answer the upstream breaks off raises :class:`UpstreamBroken`
+out of the WSGI iterable, so the server aborts the client's connection too.
+
+The relay keeps no session state: MCP sessions live in the upstream servers and the sealed
+``Mcp-Session-Id`` travels with every request, so any process with the same keys can serve any
+request. Run it with ``raider-sync gateway --config FILE --listen HOST:PORT`` (waitress,
+:mod:`raider_sync.gateway.serving`), ``--workers N`` (gunicorn,
+:mod:`raider_sync.gateway.workers`), or under gunicorn by hand behind a load balancer::
 
     RAIDER_GATEWAY_CONFIG=/etc/raider/gateway.json \\
         gunicorn --workers 4 --worker-class gthread --threads 32 --bind 0.0.0.0:8080 \\
-        'raider_sync.gateway.relay:app_from_env()'
+        'raider_sync.gateway.relay:app_from_env(threads=32)'
 
 Client disconnects are noticed while the upstream is silent only under waitress (which reports
 them); elsewhere the next write to the gone client ends the relay.
@@ -80,14 +89,18 @@ class Relay:
     ``usage_log``), one per request, when the response is finished::
 
         {"time": "2026-01-01T12:00:00.000+00:00", "key": "alice", "server": "everything",
-         "endpoint": "/mcp/everything", "method": "POST", "status": 200,
-         "request_bytes": 123, "response_bytes": 456, "duration_ms": 3.2}
+         "endpoint": "/mcp/everything", "method": "POST", "rpc": "tools/call", "tool": "echo",
+         "status": 200, "request_bytes": 123, "response_bytes": 456, "duration_ms": 3.2}
 
+    Each event is also logged, as one JSON line at INFO, on ``raider_sync.gateway.usage``.
     ``key`` and ``server`` are ``None`` where the request did not get that far (401, unknown
-    route). A callback that raises is logged, never fails the request; the file is appended
-    one line per ``write`` (O_APPEND), so several processes may share it. Thread-safe: a WSGI
-    server calls it from many threads. :meth:`close` (or ``with``) closes the pooled upstream
-    connections, the usage file and the watcher thread.
+    route); ``rpc`` and ``tool`` where the body is not one JSON-RPC request. ``threads`` is
+    the number of threads the WSGI server runs the relay in: the per-key limits default to
+    shares of it, and the upstream pool holds as many connections. A callback that raises is
+    logged, never fails the request; the file is appended one line per ``write`` (O_APPEND),
+    so several processes may share it. Thread-safe: a WSGI server calls it from many threads.
+    :meth:`close` (or ``with``) closes the pooled upstream connections, the usage file and the
+    watcher thread.
     """
 
     def __init__(self, config: GatewayConfig, *, on_usage: Optional[UsageCallback] = None,

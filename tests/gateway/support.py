@@ -47,7 +47,7 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, threads: int = 8):
         self.events: list[dict] = []
-        self.relay = Relay(config, on_usage=self.events.append)
+        self.relay = Relay(config, on_usage=self.events.append, threads=threads)
         self.serving = Serving(self.relay, threads=threads).start()
         self.url = self.serving.url
         self.host, self.port = "127.0.0.1", self.serving.port

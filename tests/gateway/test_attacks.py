@@ -188,3 +188,23 @@ def test_one_keys_streams_and_requests_are_limited_and_others_still_served(make_
     # everything given back: alice is served again
     assert wait_until(lambda: gw.relay._limits.held("alice") == (0, 0))
     assert requests.post(f"{gw.url}/mcp/fake", headers=AUTH, json={}, timeout=10).status_code == 200
+
+
+def test_the_default_limits_leave_threads_for_other_keys(make_gateway, upstream):
+    # no limits configured: with 8 threads a key holds at most 2 streams and 4 requests
+    gw = make_gateway([fake(upstream)], keys=both_keys(fake(upstream)), threads=8)
+    held = []
+    try:
+        statuses = []
+        for _ in range(3):
+            answer = requests.get(f"{gw.url}/mcp/fake/sse-gated", stream=True, timeout=10,
+                                  headers={**AUTH, "Accept": "text/event-stream"})
+            held.append(answer)
+            statuses.append(answer.status_code)
+        assert statuses == [200, 200, 429]
+        assert requests.post(f"{gw.url}/mcp/fake", headers=BOB_AUTH, json={},
+                             timeout=10).status_code == 200
+    finally:
+        upstream.gate.set()
+        for answer in held:
+            answer.close()

@@ -357,7 +357,8 @@ def test_the_relay_needs_a_loaded_config():
 
 
 def test_concurrent_requests_through_one_relay(make_gateway, upstream):
-    gw = make_gateway([fake(upstream)], threads=8)
+    # one key on every thread: its limit raised from the default half of them
+    gw = make_gateway([fake(upstream)], threads=8, limits={"requests_per_key": 8})
     results: list[int] = []
 
     def worker():
