@@ -39,7 +39,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "open-file limit, at most 10000)")
     parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
                         help="close a connection that has not sent its request headers within "
-                             f"this many seconds (waitress; default {HEADER_TIMEOUT:g})")
+                             f"this many seconds (default {HEADER_TIMEOUT:g})")
     parser.add_argument("--usage-log", metavar="FILE",
                         help="append usage events as JSON lines here (overrides the config)")
     parser.add_argument("--check", action="store_true",
@@ -144,7 +144,7 @@ def _run_workers(args: argparse.Namespace, host: str, port: int, threads: int) -
     print(f"raider-sync gateway: serving on http://{bind} with {args.workers} gunicorn workers",
           flush=True)
     serve(os.path.abspath(args.config), bind, args.workers, threads, args.usage_log,
-          args.connection_limit)
+          args.connection_limit, args.header_timeout)
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 
 import pytest
 import requests
@@ -70,3 +71,22 @@ def test_one_session_across_relays_survives_losing_one(everything_http, tmp_path
         for proc in (waitress_relay, gunicorn_relay):
             if proc is not None:
                 stop_group(proc)
+
+
+def test_gunicorn_workers_cut_off_a_client_that_trickles_its_headers(tmp_path):
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"servers": [{"name": "x", "url": "http://127.0.0.1:9/mcp"}],
+                                  "keys": [{"id": "alice", "env": "ALICE", "servers": ["x"]}]}))
+    proc, url = relay_process(str(config), {"ALICE": ALICE}, "--workers", "1", "--threads", "2",
+                              "--header-timeout", "1")
+    try:
+        host, port = url.rsplit("/", 1)[-1].split(":")
+        with socket.create_connection((host, int(port)), timeout=15) as sock:
+            sock.sendall(b"GET /v1/mcp/servers HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
+            # gthread reads headers in a thread from a blocking socket: without the deadline
+            # this read would wait for the 15 s socket timeout
+            assert sock.recv(4096) == b""
+        answer = requests.get(f"{url}/v1/mcp/servers", headers={"X-Api-Key": ALICE}, timeout=15)
+        assert answer.status_code == 200
+    finally:
+        stop_group(proc)
