@@ -99,6 +99,38 @@ def find_named(items, name: str):
     return None
 
 
+class OAuthSettings(BaseModel):
+    """The ``oauth`` block of an http/sse entry (Claude Code's keys, plus ``clientSecret`` and
+    ``clientMetadataUrl``). ``scopes`` is a space-separated string or a list."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    client_id: Optional[str] = Field(default=None, alias="clientId", min_length=1)
+    client_secret: Optional[str] = Field(default=None, alias="clientSecret", repr=False)
+    callback_port: Optional[int] = Field(default=None, alias="callbackPort", gt=0, lt=65536)
+    auth_server_metadata_url: Optional[str] = Field(default=None, alias="authServerMetadataUrl")
+    scopes: Optional[list[str]] = None
+    client_metadata_url: Optional[str] = Field(default=None, alias="clientMetadataUrl")
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _split_scopes(cls, value: Any) -> Any:
+        return value.split() if isinstance(value, str) else value
+
+    @field_validator("auth_server_metadata_url", "client_metadata_url")
+    @classmethod
+    def _https(cls, url: Optional[str]) -> Optional[str]:
+        if url is not None and not re.match(r"^https://[^/\s]+|^http://(localhost|127\.0\.0\.1"
+                                            r"|\[::1\])(:\d+)?(/|$)", url):
+            raise ValueError("must be an https:// URL (http:// only for localhost)")
+        return url
+
+
+#: the keys an oauth block may have (by name and by alias)
+_OAUTH_FIELDS = frozenset(set(OAuthSettings.model_fields)
+                          | {f.alias for f in OAuthSettings.model_fields.values() if f.alias})
+
+
 class ServerSpec(BaseModel):
     """One entry of ``mcpServers``: what a server is started or reached with.
 
@@ -123,6 +155,7 @@ class ServerSpec(BaseModel):
     plugin_root: Optional[str] = Field(default=None, alias="pluginRoot")
     plugin_data: Optional[str] = Field(default=None, alias="pluginData")
     project_dir: Optional[str] = Field(default=None, alias="projectDir")
+    oauth: Optional[OAuthSettings] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -247,10 +280,18 @@ class McpConfig:
                 problems.append(f"{where}: expected an object, got {type(entry).__name__}")
                 continue
             unknown = sorted(str(k) for k in entry if k not in _ENTRY_FIELDS)
-            if unknown:  # Claude Code ignores what it does not know (oauth, ...): so do we
+            if unknown:  # Claude Code ignores what it does not know: so do we
                 warnings.append(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} "
                                 f"ignored: {', '.join(unknown)}")
                 entry = {k: v for k, v in entry.items() if k in _ENTRY_FIELDS}
+            if isinstance(entry.get("oauth"), dict):
+                unknown = sorted(str(k) for k in entry["oauth"] if k not in _OAUTH_FIELDS)
+                if unknown:
+                    warnings.append(f"{where}.oauth: unknown field"
+                                    f"{'s' if len(unknown) > 1 else ''} ignored: "
+                                    f"{', '.join(unknown)}")
+                    entry = {**entry, "oauth": {k: v for k, v in entry["oauth"].items()
+                                                if k in _OAUTH_FIELDS}}
             missing: set[str] = set()
             inputs: set[str] = set()
             expanded = _expand_entry(entry, env, missing, predefined, inputs)
@@ -359,9 +400,9 @@ _ENTRY_FIELDS = frozenset({"type", "envFile"} | set(ServerSpec.model_fields)
 def _expand_entry(entry: dict, env: Mapping[str, str], missing: set[str],
                   predefined: Mapping[str, str] | None = None,
                   inputs: set[str] | None = None) -> dict:
-    """Expand variables in command, args, env values, cwd, url, header values and envFile
-    (Claude Code's places, and the editors'); values of the wrong type are left for
-    validation to name."""
+    """Expand variables in command, args, env values, cwd, url, header values, envFile
+    (Claude Code's places, and the editors') and the oauth block's values; values of the
+    wrong type are left for validation to name."""
     out = dict(entry)
 
     def exp(value: Any) -> Any:
@@ -374,7 +415,7 @@ def _expand_entry(entry: dict, env: Mapping[str, str], missing: set[str],
             out[field] = exp(out[field])
     if isinstance(out.get("args"), list):
         out["args"] = [exp(a) for a in out["args"]]
-    for field in ("env", "headers"):
+    for field in ("env", "headers", "oauth"):
         if isinstance(out.get(field), dict):
             out[field] = {k: exp(v) for k, v in out[field].items()}
     return out

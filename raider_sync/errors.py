@@ -12,6 +12,8 @@
      +-- ToolError                            a tool reported an error (raise_on_error): the result
      +-- StructuredContentError (also ValueError)  structuredContent missing or not as declared
      +-- SchemaRefused (also ValueError)      a tool's schema past the size or depth bound
+     +-- AuthError                            an OAuth step failed: step, error, error_description
+     |    +-- ConsentRequired                 ... a person must approve, and nobody can here
      +-- RequestTimeout (also TimeoutError)   a request ran out of time (and was cancelled)
           +-- ToolTimeout                     ... a tools/call in particular
 
@@ -82,6 +84,25 @@ class TransportError(RaiderError):
         super().__init__(message)
         self.status_code = status_code
         self.body = body
+
+
+class AuthError(RaiderError):
+    """An OAuth step failed. ``step`` names it (discovery, registration, consent, token,
+    refresh, authorization); ``error``/``error_description`` are the authorization server's,
+    when it gave them. Never carries a token."""
+
+    def __init__(self, message: str, *, step: str, error: str | None = None,
+                 error_description: str | None = None, status_code: int | None = None):
+        super().__init__(message)
+        self.step = step
+        self.error = error
+        self.error_description = error_description
+        self.status_code = status_code
+
+
+class ConsentRequired(AuthError):
+    """The server needs a person to approve access and no consent handler is set: the
+    message says what to run (``raider-sync login NAME``)."""
 
 
 class RequestTimeout(RaiderError, TimeoutError):

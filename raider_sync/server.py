@@ -25,8 +25,8 @@ from .capabilities import ClientCapabilities, Handler, Roots
 from .config import ServerSpec, tool_name
 from .content import (default_max_output_tokens, limit_content, strip_private_meta,
                       visible_resources)
-from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected, ToolTimeout,
-                     TransportError, UnknownTool, UnsupportedProtocol)
+from .errors import (ConfigError, ConnectionClosed, ConsentRequired, McpError, NotConnected,
+                     ToolTimeout, TransportError, UnknownTool, UnsupportedProtocol)
 from .futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
 from .results import ToolResult
@@ -51,7 +51,11 @@ class McpServer:
     ``on_tools_changed(server)``, ``max_message_size`` (bytes; the spec's ``maxMessageSize``
     wins; default 64 MiB); answers to server requests (see :mod:`raider_sync.capabilities`):
     ``roots`` (file:// URIs or a callable), ``on_sampling(params)``, ``on_elicitation(params)``;
-    ``raise_on_error`` (default False): calls raise ToolError for a tool's error result.
+    ``raise_on_error`` (default False): calls raise ToolError for a tool's error result;
+    ``auth``: an :class:`~raider_sync.auth.OAuth` (or ``fn(spec) -> OAuth``) for an HTTP
+    server behind OAuth (default: one made from the entry's ``oauth`` block, which runs only
+    when the server asks). A server that needs a person to authorize and has no consent
+    handler ends its start with status ``needs-auth``.
     Thread-safe: any number of threads may call one server.
     """
 
@@ -65,11 +69,13 @@ class McpServer:
                  on_tools_changed: Callable[["McpServer"], None] | None = None,
                  client_info: dict | None = None, roots: Roots | None = None,
                  on_sampling: Handler | None = None, on_elicitation: Handler | None = None,
-                 max_message_size: int | None = None, raise_on_error: bool = False):
+                 max_message_size: int | None = None, raise_on_error: bool = False,
+                 auth: Any = None):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
         self.spec = spec
+        self.auth = _auth_for(spec, auth)
         self.startup_timeout_ms = (startup_timeout_ms if startup_timeout_ms is not None
                                    else launch.startup_timeout_ms())
         self.base_env = dict(os.environ if base_env is None else base_env)
@@ -143,7 +149,7 @@ class McpServer:
 
     @property
     def status(self) -> str:
-        """configured, starting, connected, failed or stopped."""
+        """configured, starting, connected, failed, needs-auth or stopped."""
         return self._status
 
     @property
@@ -210,7 +216,7 @@ class McpServer:
         self._set_status("starting")
         try:
             transport = open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
-                                       max_message_size=self.max_message_size)
+                                       max_message_size=self.max_message_size, auth=self.auth)
             session = Session(transport, name=self.key, handle_request=self._handle_request,
                               handle_notification=self._handle_notification,
                               on_close=self._connection_lost)
@@ -237,7 +243,9 @@ class McpServer:
             if self._status != "stopped":
                 reason = self._describe_failure(exc)
                 self._close_connection(ConnectionClosed(reason, self.stderr_tail), grace=True)
-                if self._status != "failed":  # the reader may have said so already
+                if isinstance(exc, ConsentRequired):
+                    self._set_status("needs-auth", reason)
+                elif self._status != "failed":  # the reader may have said so already
                     self._set_status("failed", reason)
         finally:
             self._start_future.set_result(self)  # type: ignore[union-attr]
@@ -691,3 +699,24 @@ def _stop_forgotten_servers() -> None:
 if hasattr(threading, "_register_atexit"):
     threading._register_atexit(_stop_forgotten_servers)  # type: ignore[attr-defined]
 atexit.register(_stop_forgotten_servers)
+
+
+def _auth_for(spec: ServerSpec, auth: Any):
+    """The OAuth of an HTTP server: ``auth`` (an OAuth, bound to the server; or a factory
+    called with the spec), else one made from the entry's oauth block. None for stdio."""
+    if spec.transport not in ("http", "sse"):
+        return None
+    from .auth import OAuth
+    if auth is None:
+        return OAuth.for_spec(spec)
+    if isinstance(auth, OAuth):
+        return auth.bind(spec.url, spec.name)
+    if callable(auth):
+        made = auth(spec)
+        if made is None:
+            return None
+        if not isinstance(made, OAuth):
+            raise TypeError(f"auth factory must return an OAuth, not {type(made).__name__}")
+        return made.bind(spec.url, spec.name)
+    raise TypeError(f"auth must be an OAuth or a factory fn(spec) -> OAuth, not "
+                    f"{type(auth).__name__}")

@@ -17,9 +17,10 @@ __all__ = ["LegacySseTransport", "StdioTransport", "StreamableHttpTransport", "T
 
 
 def open_transport(spec, *, env: dict[str, str], kill_grace: float,
-                   max_message_size: int | None = None) -> Transport:
-    """The transport a server spec names (not yet started). The bound on one received
-    message is the spec's ``max_message_size``, else ``max_message_size``, else 64 MiB."""
+                   max_message_size: int | None = None, auth=None) -> Transport:
+    """The transport a server spec names (not yet started); ``auth`` serves HTTP ones. The
+    bound on one received message is the spec's ``max_message_size``, else
+    ``max_message_size``, else 64 MiB."""
     limit = spec.max_message_size or max_message_size or DEFAULT_MAX_MESSAGE_SIZE
     if spec.transport == "stdio":
         return StdioTransport(spec.command, spec.args, env=env, cwd=spec.cwd, name=spec.key,
@@ -27,9 +28,9 @@ def open_transport(spec, *, env: dict[str, str], kill_grace: float,
     if spec.transport == "http":
         return StreamableHttpTransport(spec.url, name=spec.key, headers=spec.headers,
                                        headers_helper=spec.headers_helper, env=env,
-                                       max_message_size=limit)
+                                       max_message_size=limit, auth=auth)
     if spec.transport == "sse":
         return LegacySseTransport(spec.url, name=spec.key, headers=spec.headers,
                                   headers_helper=spec.headers_helper, env=env,
-                                  max_message_size=limit)
+                                  max_message_size=limit, auth=auth)
     raise RaiderError(f"the {spec.transport} transport is not available in this version")

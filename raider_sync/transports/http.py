@@ -67,19 +67,21 @@ class StreamableHttpTransport(Transport):
     """An MCP server behind one Streamable HTTP endpoint ``url``.
 
     ``headers`` are sent on every request, with those printed by ``headers_helper`` (run with
-    ``env`` at :meth:`start` and again once after a 401/403). ``renew_session`` is set by the
-    owner: called with the seconds available when the server forgot the session, it must start
-    a new one (initialize) through this transport or raise RaiderError.
+    ``env`` at :meth:`start` and again once after a 401/403) and ``auth``'s (OAuth).
+    ``renew_session`` is set by the owner: called with the seconds available when the server
+    forgot the session, it must start a new one (initialize) through this transport or raise
+    RaiderError.
     """
 
     def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
                  headers_helper: str | None = None, env: Mapping[str, str] | None = None,
-                 stream_workers: int = 64, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+                 stream_workers: int = 64, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 auth=None):
         self.url = url
         self.name = name
         self.channel = HttpChannel(url, name=name, headers=headers,
                                    headers_helper=headers_helper, env=env,
-                                   max_message_size=max_message_size)
+                                   max_message_size=max_message_size, auth=auth)
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.renew_session: Callable[[float], None] | None = None

@@ -98,14 +98,17 @@ class HttpChannel:
     after a 401/403) with ``env`` plus CLAUDE_CODE_MCP_SERVER_NAME/URL, its JSON object of
     headers laid over ``headers``. A body or event over ``max_message_size`` bytes is refused
     with a TransportError naming the limit, having held no more than that in memory.
+    ``auth`` (an :class:`~raider_sync.auth.OAuth`) adds each request's Authorization/DPoP
+    headers and decides whether a 401/403 is sent again.
     """
 
     def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
                  headers_helper: str | None = None, env: Mapping[str, str] | None = None,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, auth=None):
         self.url = url
         self.name = name
         self.max_message_size = max_message_size
+        self.auth = auth.bind(url, name) if auth is not None else None
         self.static_headers = dict(headers or {})
         self.headers_helper = headers_helper
         self.env = dict(os.environ if env is None else env)
@@ -190,18 +193,36 @@ class HttpChannel:
                 deadline: float | None, data: bytes | None = None,
                 read_timeout: float | None = None) -> requests.Response:
         """One HTTP exchange, streamed (the body is not read), with :meth:`headers` plus
-        ``extra_headers``. A 401/403 reruns the helper and is retried once. ``deadline``
-        (time.monotonic()) bounds connect and every read; without one, ``read_timeout`` (else
-        SEND_TIMEOUT) does. Raises TransportError (a subclass, DeadlinePassed, when the
-        deadline has passed)."""
+        ``extra_headers``. A 401/403 reruns the helper and is retried once, then goes to
+        ``auth``, which may authorize and have it sent again. ``deadline`` (time.monotonic())
+        bounds connect and every read; without one, ``read_timeout`` (else SEND_TIMEOUT)
+        does. Raises TransportError (a subclass, DeadlinePassed, when the deadline has
+        passed), AuthError when authorizing fails."""
         generation = self._auth_generation
-        response = self._send(method, url, self.headers(extra_headers), deadline, data,
-                              read_timeout)
+        auth = self.auth
+        attempt = auth.begin() if auth is not None else None
+
+        def send() -> requests.Response:
+            headers = self.headers(extra_headers)
+            if auth is not None:
+                headers.update(auth.headers(method, url, deadline, attempt))
+            return self._send(method, url, headers, deadline, data, read_timeout)
+
+        response = send()
         if response.status_code in (401, 403) and self.reauthorize(
                 generation, _left(deadline, HELPER_TIMEOUT)):
             response.close()
-            response = self._send(method, url, self.headers(extra_headers), deadline, data,
-                                  read_timeout)
+            response = send()
+        while auth is not None and response.status_code in (401, 403):
+            try:
+                again = auth.challenge(response, attempt, deadline)
+            except BaseException:
+                response.close()
+                raise
+            if not again:
+                break
+            response.close()
+            response = send()
         return response
 
     def _send(self, method, url, headers, deadline, data, read_timeout) -> requests.Response:
@@ -373,6 +394,8 @@ class HttpChannel:
         with self._sockets_lock:
             self._sockets_lock.wait_for(lambda: self._in_flight == 0, 5.0)
         self.http.close()
+        if self.auth is not None:
+            self.auth.close()
         with self._sockets_lock:
             connections = list(self._sockets)
         for connection in connections:

@@ -44,12 +44,13 @@ class LegacySseTransport(Transport):
 
     def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
                  headers_helper: str | None = None, env: Mapping[str, str] | None = None,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 auth=None):
         self.url = url
         self.name = name
         self.channel = HttpChannel(url, name=name, headers=headers,
                                    headers_helper=headers_helper, env=env,
-                                   max_message_size=max_message_size)
+                                   max_message_size=max_message_size, auth=auth)
         self.endpoint: str | None = None
         self._endpoint_known = threading.Event()
         self._refusal: TransportError | None = None
