@@ -5,10 +5,10 @@ Users import from here; the modules behind it may move.
 __version__ = "0.1.0"
 
 from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
-from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected,  # noqa: E402
-                     RaiderError, RequestTimeout, SchemaRefused, StructuredContentError,
-                     ToolError, ToolTimeout, TransportError, UnknownServer, UnknownTool,
-                     UnsupportedProtocol)
+from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
+                     McpError, NotConnected, RaiderError, RequestTimeout, SchemaRefused,
+                     StructuredContentError, ToolError, ToolTimeout, TransportError,
+                     UnknownServer, UnknownTool, UnsupportedProtocol)
 from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
 from .results import ToolResult  # noqa: E402
@@ -17,9 +17,11 @@ from .shell import BashTools, Tasks  # noqa: E402
 from .toolserver import ToolServer  # noqa: E402
 
 __all__ = [
+    "AuthError",
     "BashTools",
     "ConfigError",
     "ConnectionClosed",
+    "ConsentRequired",
     "McpConfig",
     "McpError",
     "McpHub",

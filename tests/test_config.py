@@ -233,12 +233,11 @@ def test_plugin_folders_are_kept():
 
 
 def test_unknown_fields_are_ignored_with_a_warning():
-    """Claude Code writes fields raider_sync does not use (oauth, ...): the file still loads."""
-    config = load({"remote": {"type": "http", "url": "https://h/mcp",
-                              "oauth": {"clientId": "abc", "callbackPort": 8080}},
+    """Claude Code writes fields raider_sync does not use: the file still loads."""
+    config = load({"remote": {"type": "http", "url": "https://h/mcp", "autoApprove": []},
                    "local": {"command": "x", "disabled": False, "alwaysAllow": []}})
     assert config.server("remote").url == "https://h/mcp"
-    assert config.warnings == ["mcpServers.remote: unknown field ignored: oauth",
+    assert config.warnings == ["mcpServers.remote: unknown field ignored: autoApprove",
                                "mcpServers.local: unknown fields ignored: alwaysAllow, disabled"]
 
 

@@ -367,6 +367,8 @@ class OAuth:
 
     def _flow(self, found: Challenge, deadline: float | None, scope: str | None) -> None:
         deadline = deadline if deadline is not None else time.monotonic() + FLOW_TIMEOUT
+        if self.grant is None and self.consent is None:
+            raise self._needs_person()  # nothing to discover for: nobody can approve
         disc = self._discover(found, deadline)
         record = dict(self._load())
         if record.get("issuer") != disc.issuer:  # a new AS: nothing of the old one is reused
@@ -381,8 +383,6 @@ class OAuth:
             self._save({**record, **base, "tokens": tokens})
             return
         consent = self.consent
-        if consent is None:
-            raise self._needs_person()
         scope = scope or self._scope(found, disc, person=True)
         redirect_uri = consent.prepare(self.callback_port)
         try:

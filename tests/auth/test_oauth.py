@@ -292,3 +292,22 @@ def test_a_gate_thread_is_not_left_behind_by_a_consent_that_times_out(mock, conn
                                    store=MemoryTokenStore()))
     assert gate.is_set() and client.status == "failed"
     assert "nobody approved within 0.5 s" in client.reason
+
+
+def test_cli_login_then_servers_connects_and_logout_forgets(mock, tmp_path, monkeypatch,
+                                                            capsys):
+    from raider_sync.cli import main
+    server = mock()
+    monkeypatch.setenv("RAIDER_SYNC_OAUTH_DIR", str(tmp_path / "oauth"))
+    config = tmp_path / ".mcp.json"
+    config.write_text('{"mcpServers": {"svc": {"type": "http", "url": "%s"}}}' % server.url)
+    assert main(["servers", "--config", str(config), "--json"]) == 1
+    assert '"status": "needs-auth"' in capsys.readouterr().out
+    assert main(["login", "svc", "--config", str(config), "--consent", "redirect",
+                 "--timeout", "20"]) == 0
+    assert "Authorized svc" in capsys.readouterr().out
+    assert main(["servers", "--config", str(config), "--json"]) == 0
+    assert '"status": "connected"' in capsys.readouterr().out
+    assert main(["logout", "svc", "--config", str(config)]) == 0
+    assert list((tmp_path / "oauth").iterdir()) == []
+    assert main(["login", "nope", "--config", str(config)]) == 2

@@ -1,0 +1,54 @@
+"""A real round trip: an MCP server of the official Python SDK behind the SDK's own
+authorization server (dynamic registration, PKCE checked by the SDK, resource-bound tokens,
+refresh tokens), reached through McpServer and through ``raider-sync login``."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from conftest import PEERS
+from fakes.http_peers import HttpPeer
+
+from raider_sync import McpServer
+from raider_sync.auth import MemoryTokenStore, OAuth, redirect_consent
+from raider_sync.cli import main
+
+SDK_OAUTH_SERVER = os.path.join(PEERS, "sdk_oauth_server.py")
+
+
+@pytest.fixture(scope="module")
+def peer():
+    server = HttpPeer([sys.executable, SDK_OAUTH_SERVER, "{port}"], "/mcp")
+    server.start()
+    yield server
+    server.close()
+
+
+def test_mcp_server_authorizes_and_calls_through_the_sdk_authorization_server(peer):
+    store = MemoryTokenStore()
+    client = McpServer(peer.spec("sdk"), auth=OAuth(consent=redirect_consent(), store=store),
+                       startup_timeout_ms=30000)
+    try:
+        client.initialize()
+        assert client.status == "connected", client.reason
+        assert client.call_tool("mcp__sdk__whoami", {}).text == "authorized"
+        record = store.load(peer.url)
+        assert record["issuer"] == f"http://127.0.0.1:{peer.port}"
+        assert record["client"]["token_endpoint_auth_method"] == "client_secret_post"
+        assert record["tokens"]["refresh_token"]
+    finally:
+        client.stop()
+
+
+def test_login_on_the_command_line_then_an_entry_without_oauth_connects(peer, tmp_path,
+                                                                        monkeypatch, capsys):
+    monkeypatch.setenv("RAIDER_SYNC_OAUTH_DIR", str(tmp_path / "oauth"))
+    config = tmp_path / ".mcp.json"
+    config.write_text('{"mcpServers": {"sdk": {"type": "http", "url": "%s"}}}' % peer.url)
+    assert main(["servers", "--config", str(config)]) == 1
+    assert "needs-auth" in capsys.readouterr().out
+    assert main(["login", "sdk", "--config", str(config), "--consent", "redirect",
+                 "--timeout", "30"]) == 0
+    assert main(["call", "mcp__sdk__whoami", "--config", str(config)]) == 0
+    assert "authorized" in capsys.readouterr().out
