@@ -2,6 +2,7 @@
 strategies, token stores and the faults a real server will not produce on demand."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -300,7 +301,7 @@ def test_cli_login_then_servers_connects_and_logout_forgets(mock, tmp_path, monk
     server = mock()
     monkeypatch.setenv("RAIDER_SYNC_OAUTH_DIR", str(tmp_path / "oauth"))
     config = tmp_path / ".mcp.json"
-    config.write_text('{"mcpServers": {"svc": {"type": "http", "url": "%s"}}}' % server.url)
+    config.write_text(json.dumps({"mcpServers": {"svc": {"type": "http", "url": server.url}}}))
     assert main(["servers", "--config", str(config), "--json"]) == 1
     assert '"status": "needs-auth"' in capsys.readouterr().out
     assert main(["login", "svc", "--config", str(config), "--consent", "redirect",

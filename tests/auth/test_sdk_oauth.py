@@ -3,6 +3,7 @@ authorization server (dynamic registration, PKCE checked by the SDK, resource-bo
 refresh tokens), reached through McpServer and through ``raider-sync login``."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -45,7 +46,7 @@ def test_login_on_the_command_line_then_an_entry_without_oauth_connects(peer, tm
                                                                         monkeypatch, capsys):
     monkeypatch.setenv("RAIDER_SYNC_OAUTH_DIR", str(tmp_path / "oauth"))
     config = tmp_path / ".mcp.json"
-    config.write_text('{"mcpServers": {"sdk": {"type": "http", "url": "%s"}}}' % peer.url)
+    config.write_text(json.dumps({"mcpServers": {"sdk": {"type": "http", "url": peer.url}}}))
     assert main(["servers", "--config", str(config)]) == 1
     assert "needs-auth" in capsys.readouterr().out
     assert main(["login", "sdk", "--config", str(config), "--consent", "redirect",
