@@ -221,8 +221,7 @@ class OAuth:
         if self.automatic and self._record is None:
             return {}
         tokens = (self._load().get("tokens") or {})
-        if tokens.get("expires_at") and tokens["expires_at"] - REFRESH_MARGIN < time.time() \
-                and tokens.get("refresh_token"):
+        if _expiring(tokens) and tokens.get("refresh_token"):
             generation = self._generation
             if self._flow_lock.acquire(timeout=_left(deadline, self.timeout)):
                 try:
@@ -231,6 +230,14 @@ class OAuth:
                 finally:
                     self._flow_lock.release()
             tokens = (self._load().get("tokens") or {})
+        elif _expiring(tokens) and self.grant is not None:  # no refresh token: run it again
+            self._run_once(self.begin(), deadline, lambda: self._flow(
+                Challenge("bearer"), deadline, None))
+            tokens = (self._load().get("tokens") or {})
+        return self._compose(tokens, method, url, attempt)
+
+    def _compose(self, tokens: dict, method: str, url: str,
+                 attempt: Attempt | None = None) -> dict[str, str]:
         token = tokens.get("access_token")
         if attempt is not None:
             attempt.sent = token
@@ -242,6 +249,15 @@ class OAuth:
             headers["DPoP"] = self._dpop_key.proof(method, url, access_token=token,
                                                    nonce=self._nonces.get("rs"))
         return headers
+
+    def token_headers(self, method: str, url: str,
+                      deadline: float | None = None) -> dict[str, str]:
+        """:meth:`headers`, running the flow first when there is no token yet (for callers
+        that cannot answer a 401 themselves, such as a relay). Raises AuthError."""
+        if not (self._load().get("tokens") or {}).get("access_token"):
+            self.login(timeout=None if deadline is None else _left(deadline, FLOW_TIMEOUT))
+            return self._compose(self._load().get("tokens") or {}, method, url)
+        return self.headers(method, url, deadline)
 
     def challenge(self, response: requests.Response, attempt: Attempt,
                   deadline: float | None = None) -> bool:
@@ -433,6 +449,11 @@ class OAuth:
         self.store.delete(self._key())
         self._requested.clear()
         self._set("needs-auth", "logged out")
+
+
+def _expiring(tokens: dict) -> bool:
+    expires = tokens.get("expires_at")
+    return bool(tokens.get("access_token") and expires and expires - REFRESH_MARGIN < time.time())
 
 
 def _left(deadline: float | None, cap: float) -> float:

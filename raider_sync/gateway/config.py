@@ -74,6 +74,17 @@ class Credential(_Model):
     env: str
 
 
+class OAuthCredential(_Model):
+    """The operator's OAuth client for an upstream: the client credentials grant with
+    ``client_id`` and the secret in ``$client_secret_env``, sent as ``method``
+    (client_secret_basic or client_secret_post); ``scopes`` requested when given."""
+
+    client_id: str = Field(min_length=1)
+    client_secret_env: str
+    method: str = "client_secret_basic"
+    scopes: Optional[list[str]] = None
+
+
 class GatewayServer(_Model):
     """One MCP server behind the gateway. A relayed (streamable-http) server has ``url``,
     ``headers``, ``credential`` and ``timeouts``; a stdio one ``command``, ``args`` and ``env``,
@@ -85,6 +96,7 @@ class GatewayServer(_Model):
     url: Optional[str] = None
     headers: dict[str, str] = Field(default_factory=dict)
     credential: Optional[Credential] = None
+    oauth: Optional[OAuthCredential] = None
     timeouts: Optional[Timeouts] = None
     command: Optional[str] = None
     args: list[str] = Field(default_factory=list)
@@ -124,6 +136,7 @@ class GatewayConfig(_Settings):
     keys: list[GatewayKey] = Field(default_factory=list)
     _digests: list[tuple[str, bytes, frozenset]] = PrivateAttr(default_factory=list)
     _credentials: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
+    _oauth: dict[str, Any] = PrivateAttr(default_factory=dict)
     _resolved: bool = PrivateAttr(default=False)
     _reload: Any = PrivateAttr(default=None)
 
@@ -179,12 +192,14 @@ class GatewayConfig(_Settings):
         keys = _keys(data.get("keys", []), known, problems, external)
         digests = _key_digests(keys, env, problems)
         credentials = _credentials(servers, env, problems)
+        oauth = _oauth_clients(servers, env, problems)
         if problems:
             raise ConfigError(f"{source}: " + "; ".join(problems), problems)
         config = cls(**settings.model_dump(), servers=[s for _, s in servers],
                      keys=[k for _, k in keys])
         config._digests = digests
         config._credentials = credentials
+        config._oauth = oauth
         config._resolved = True
         config._reload = lambda: cls.from_dict(data, env=env, source=source)
         return config
@@ -222,7 +237,15 @@ class GatewayConfig(_Settings):
         credential = self._credentials.get(server.name)
         if credential is not None:
             headers[credential[0]] = credential[1]
+        auth = self._oauth.get(server.name)
+        if auth is not None:  # blocks while a token is fetched or renewed; raises AuthError
+            headers.update(auth.token_headers("POST", server.url or "", None))
         return headers
+
+    def close(self) -> None:
+        """Close the connections the upstreams' OAuth clients opened (tokens are kept)."""
+        for auth in self._oauth.values():
+            auth.close()
 
     def timeouts_for(self, server: GatewayServer) -> Timeouts:
         """The server's own timeouts, or the config's."""
@@ -331,7 +354,7 @@ def server_problems(server: GatewayServer) -> list[str]:
     else:
         if not server.command:
             out.append("command: a stdio server needs a command")
-        for field in ("url", "headers", "credential", "timeouts"):
+        for field in ("url", "headers", "credential", "oauth", "timeouts"):
             if field in server.model_fields_set:
                 out.append(f"{field}: a stdio server is not relayed; it has no {field}")
     return out
@@ -408,4 +431,33 @@ def _credentials(servers: list[tuple[str, GatewayServer]], env: Mapping[str, str
             continue
         out[server.name] = (credential.header,
                             f"{credential.scheme} {value}" if credential.scheme else value)
+    return out
+
+
+def _oauth_clients(servers: list[tuple[str, GatewayServer]], env: Mapping[str, str],
+                   problems: list[str]) -> dict[str, Any]:
+    """An OAuth (client credentials, tokens in memory) per relayed server with ``oauth``."""
+    from ..auth import ClientCredentials, MemoryTokenStore, OAuth
+    out = {}
+    for where, server in servers:
+        oauth = server.oauth
+        if oauth is None or not server.relayed:
+            continue
+        if server.credential is not None:
+            problems.append(f"{where}.oauth: a server takes its credential from credential or "
+                            f"from oauth, not both")
+            continue
+        if oauth.method not in ("client_secret_basic", "client_secret_post"):
+            problems.append(f"{where}.oauth.method: {oauth.method!r} is not "
+                            f"client_secret_basic or client_secret_post")
+            continue
+        secret = env.get(oauth.client_secret_env, "") if _ENV_NAME.match(
+            oauth.client_secret_env) else ""
+        if not secret:
+            problems.append(f"{where}.oauth.client_secret_env: environment variable "
+                            f"{oauth.client_secret_env} is not set")
+            continue
+        grant = ClientCredentials(oauth.client_id, secret, method=oauth.method)
+        out[server.name] = OAuth(grant=grant, store=MemoryTokenStore(),
+                                 scopes=oauth.scopes).bind(server.url or "", server.name)
     return out

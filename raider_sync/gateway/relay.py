@@ -54,7 +54,7 @@ from typing import Any, Callable, Iterable, Optional
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..errors import ConfigError
+from ..errors import AuthError, ConfigError
 from . import protocol
 from .config import GatewayConfig, GatewayServer
 from .limits import KeyLimits, default_limits
@@ -144,6 +144,7 @@ class Relay:
         if watcher is not None:
             watcher.join(timeout=5 * WATCH_INTERVAL + 1)
         self._session.close()
+        self.config.close()
         with self._usage_lock:  # a stream finishing now must not write to a reused fd
             if self._usage_fd is not None:
                 os.close(self._usage_fd)
@@ -336,7 +337,12 @@ class Relay:
         if environ.get("CONTENT_TYPE"):
             client.append(("Content-Type", environ["CONTENT_TYPE"]))
         headers = bind.upstream(protocol.request_headers(client))
-        headers.update(self.config.upstream_headers(server))
+        try:
+            headers.update(self.config.upstream_headers(server))
+        except AuthError as exc:
+            log.warning("%s: no upstream token: %s", server.name, exc)
+            return self._answer(start_response, event, started, 502, "upstream_auth",
+                                "the gateway could not get a token for the MCP server")
         headers.update(_FIXED_HEADERS)
         timeouts = self.config.timeouts_for(server)
         try:
