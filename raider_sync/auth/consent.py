@@ -176,32 +176,49 @@ class PasteConsent(Consent):
 
 
 class RedirectConsent(Consent):
-    """GET the authorization URL without following redirects and return ``Location``."""
+    """GET the authorization URL without following redirects and return ``Location`` once it
+    leads to the redirect URI. Redirects elsewhere on the way (an approval step of the
+    server's own) are followed, with their cookies, at most ``hops`` times; the redirect URI
+    itself is never fetched."""
 
     person = False
 
-    def __init__(self, timeout: float = 30.0, session: requests.Session | None = None):
+    def __init__(self, timeout: float = 30.0, session: requests.Session | None = None,
+                 hops: int = 10):
         super().__init__(timeout)
         self.session = session
+        self.hops = hops
+        self.redirect_uri: str | None = None
+
+    def prepare(self, port: int | None) -> str:
+        self.redirect_uri = super().prepare(port)
+        return self.redirect_uri
 
     def __call__(self, url: str, timeout: float | None = None) -> str:
         bound = self.timeout if timeout is None else min(timeout, self.timeout)
         http = self.session or requests.Session()
         try:
-            response = http.get(url, allow_redirects=False, timeout=(min(bound, 10), bound))
-            response.close()
-        except requests.RequestException as exc:
-            raise AuthError(f"{STEP}: the authorization endpoint could not be reached: "
-                            f"{type(exc).__name__}", step=STEP) from exc
+            for _ in range(self.hops):
+                try:
+                    response = http.get(url, allow_redirects=False,
+                                        timeout=(min(bound, 10), bound))
+                    response.close()
+                except requests.RequestException as exc:
+                    raise AuthError(f"{STEP}: the authorization server could not be reached: "
+                                    f"{type(exc).__name__}", step=STEP) from exc
+                location = response.headers.get("location")
+                if response.status_code not in (301, 302, 303, 307, 308) or not location:
+                    raise AuthError(f"{STEP}: the authorization server answered HTTP "
+                                    f"{response.status_code} instead of redirecting (it wants a "
+                                    f"person: use browser_consent or paste_consent)", step=STEP)
+                url = urljoin(url, location)
+                if self.redirect_uri is None or url.split("?")[0] == self.redirect_uri:
+                    return url
+            raise AuthError(f"{STEP}: more than {self.hops} redirects before the redirect "
+                            f"URI", step=STEP)
         finally:
             if self.session is None:
                 http.close()
-        location = response.headers.get("location")
-        if response.status_code not in (301, 302, 303, 307, 308) or not location:
-            raise AuthError(f"{STEP}: the authorization endpoint answered HTTP "
-                            f"{response.status_code} instead of redirecting (it wants a "
-                            f"person: use browser_consent or paste_consent)", step=STEP)
-        return urljoin(url, location)
 
 
 class DeviceConsent(Consent):

@@ -1,9 +1,8 @@
 """A real round trip: an MCP server of the official Python SDK behind the SDK's own
 authorization server (dynamic registration, PKCE checked by the SDK, resource-bound tokens,
-refresh tokens), reached through McpServer and through ``raider-sync login``."""
+refresh tokens), reached through McpServer."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -13,7 +12,6 @@ from fakes.http_peers import HttpPeer
 
 from raider_sync import McpServer
 from raider_sync.auth import MemoryTokenStore, OAuth, redirect_consent
-from raider_sync.cli import main
 
 SDK_OAUTH_SERVER = os.path.join(PEERS, "sdk_oauth_server.py")
 
@@ -40,16 +38,3 @@ def test_mcp_server_authorizes_and_calls_through_the_sdk_authorization_server(pe
         assert record["tokens"]["refresh_token"]
     finally:
         client.stop()
-
-
-def test_login_on_the_command_line_then_an_entry_without_oauth_connects(peer, tmp_path,
-                                                                        monkeypatch, capsys):
-    monkeypatch.setenv("RAIDER_SYNC_OAUTH_DIR", str(tmp_path / "oauth"))
-    config = tmp_path / ".mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"sdk": {"type": "http", "url": peer.url}}}))
-    assert main(["servers", "--config", str(config)]) == 1
-    assert "needs-auth" in capsys.readouterr().out
-    assert main(["login", "sdk", "--config", str(config), "--consent", "redirect",
-                 "--timeout", "30"]) == 0
-    assert main(["call", "mcp__sdk__whoami", "--config", str(config)]) == 0
-    assert "authorized" in capsys.readouterr().out

@@ -1,0 +1,56 @@
+// A real, independent OAuth 2.0 authorization server for the tests: oidc-provider (npm) with
+// dynamic client registration, PKCE, client credentials, RFC 8707 resource indicators (JWT
+// access tokens whose audience is the MCP server) and RFC 9207 iss. Its consent step approves
+// at once (the interaction is finished by the server itself), so a client that follows
+// redirects gets the code without a person.
+//
+//   node oidc_as.mjs PORT RESOURCE_URL
+import { generateKeyPairSync } from 'node:crypto';
+import Provider from 'oidc-provider';
+
+const port = Number(process.argv[2]);
+const resource = process.argv[3];
+const issuer = `http://127.0.0.1:${port}`;
+const key = (type, options, alg) => ({
+  ...generateKeyPairSync(type, options).privateKey.export({ format: 'jwk' }), alg, use: 'sig',
+  kid: alg,
+});
+
+const provider = new Provider(issuer, {
+  jwks: { keys: [key('rsa', { modulusLength: 2048 }, 'RS256'),
+                 key('ec', { namedCurve: 'P-256' }, 'ES256')] },
+  clients: [{ client_id: 'robot', client_secret: 'robot-secret',
+              grant_types: ['client_credentials'], redirect_uris: [], response_types: [] }],
+  scopes: ['openid', 'offline_access', 'mcp'],
+  features: {
+    devInteractions: { enabled: false },
+    registration: { enabled: true },
+    clientCredentials: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => resource,
+      useGrantedResource: () => true,
+      getResourceServerInfo: () => ({ scope: 'mcp', audience: resource,
+                                      accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } }),
+    },
+  },
+  interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+  pkce: { required: () => true },
+});
+
+provider.use(async (ctx, next) => {
+  if (!ctx.path.startsWith('/interaction/')) return next();
+  const details = await provider.interactionDetails(ctx.req, ctx.res);
+  const accountId = 'a-person';
+  const grant = new provider.Grant({ accountId, clientId: details.params.client_id });
+  const missing = details.prompt.details || {};
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
+    grant.addResourceScope(indicator, scopes.join(' '));
+  }
+  const grantId = await grant.save();
+  await provider.interactionFinished(ctx.req, ctx.res,
+    { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false });
+});
+
+provider.listen(port, '127.0.0.1');

@@ -1,0 +1,47 @@
+"""An MCP server of the official Python SDK that accepts JWT access tokens of an independent
+authorization server (checked against its JWKS: signature, issuer, audience = this server).
+
+    python sdk_rs_server.py PORT ISSUER
+"""
+import sys
+
+import jwt
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+
+
+class JwksVerifier:
+    def __init__(self, issuer: str, audience: str):
+        self.issuer, self.audience = issuer, audience
+        self.keys = jwt.PyJWKClient(f"{issuer}/jwks")
+
+    async def verify_token(self, token: str):
+        try:
+            key = self.keys.get_signing_key_from_jwt(token)
+            claims = jwt.decode(token, key.key, algorithms=["ES256"], audience=self.audience,
+                                issuer=self.issuer)
+        except jwt.PyJWTError:
+            return None
+        return AccessToken(token=token, client_id=claims.get("client_id", ""),
+                           scopes=(claims.get("scope") or "").split(), expires_at=claims["exp"],
+                           resource=self.audience)
+
+
+def main() -> None:
+    port, issuer = int(sys.argv[1]), sys.argv[2]
+    url = f"http://127.0.0.1:{port}/mcp"
+    server = MCPServer("raider-test-rs", token_verifier=JwksVerifier(issuer, url),
+                       auth=AuthSettings(issuer_url=issuer, resource_server_url=url,
+                                         required_scopes=["mcp"], validate_token_resource=True))
+
+    @server.tool()
+    def whoami() -> str:
+        """Say that the caller got through."""
+        return "authorized"
+
+    server.run("streamable-http", host="127.0.0.1", port=port)
+
+
+if __name__ == "__main__":
+    main()
