@@ -1,6 +1,6 @@
 """A real round trip: an MCP server of the official Python SDK behind the SDK's own
 authorization server (dynamic registration, PKCE checked by the SDK, resource-bound tokens,
-refresh tokens), reached through McpServer."""
+refresh tokens), reached through McpServer over Streamable HTTP and legacy SSE."""
 from __future__ import annotations
 
 import os
@@ -16,9 +16,11 @@ from raider_sync.auth import MemoryTokenStore, OAuth, redirect_consent
 SDK_OAUTH_SERVER = os.path.join(PEERS, "sdk_oauth_server.py")
 
 
-@pytest.fixture(scope="module")
-def peer():
-    server = HttpPeer([sys.executable, SDK_OAUTH_SERVER, "{port}"], "/mcp")
+@pytest.fixture(scope="module", params=["streamable-http", "sse"])
+def peer(request):
+    sse = request.param == "sse"
+    server = HttpPeer([sys.executable, SDK_OAUTH_SERVER, "{port}", request.param],
+                      "/sse" if sse else "/mcp", kind="sse" if sse else "http")
     server.start()
     yield server
     server.close()

@@ -3,7 +3,7 @@ dynamic client registration, PKCE (checked by the SDK), refresh tokens, tokens b
 resource. The consent page approves at once (it redirects straight back with a code), so a
 client can follow the redirect without a person.
 
-    python sdk_oauth_server.py PORT
+    python sdk_oauth_server.py PORT [streamable-http|sse]
 """
 import secrets
 import sys
@@ -70,9 +70,11 @@ class ApproveEverything:
 
 def main() -> None:
     port = int(sys.argv[1])
+    transport = sys.argv[2] if len(sys.argv) > 2 else "streamable-http"
     base = f"http://127.0.0.1:{port}"
+    path = "/sse" if transport == "sse" else "/mcp"
     server = MCPServer("raider-test-oauth", auth_server_provider=ApproveEverything(),
-                       auth=AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp",
+                       auth=AuthSettings(issuer_url=base, resource_server_url=f"{base}{path}",
                                          validate_token_resource=True,
                                          client_registration_options=ClientRegistrationOptions(
                                              enabled=True)))
@@ -82,7 +84,7 @@ def main() -> None:
         """Say that the caller got through."""
         return "authorized"
 
-    server.run("streamable-http", host="127.0.0.1", port=port)
+    server.run(transport, host="127.0.0.1", port=port)
 
 
 if __name__ == "__main__":
