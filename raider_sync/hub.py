@@ -241,7 +241,7 @@ class McpHub:
 
     def reload(self, config: McpConfig | dict) -> ReloadResult:
         """Take the servers of ``config``: a client whose ``fingerprint`` is unchanged is
-        kept (a failed or stopped one is retried); removed and changed ones are stopped (in
+        kept (a failed, stopped or needs-auth one is retried, e.g. after a login); removed and changed ones are stopped (in
         parallel, blocking until they are); new and changed ones are started if the hub has
         been started (see :meth:`start_f` to wait for them). Returns what changed."""
         if isinstance(config, dict):
@@ -296,6 +296,8 @@ def _restart_reason(existing: McpServer | None, candidate: McpServer) -> str | N
         return "retried: it had failed"
     if existing.status == "stopped":
         return "restarted: it had stopped"
+    if existing.status == "needs-auth":
+        return "retried: it needed authorization"
     if existing.fingerprint == candidate.fingerprint:
         return None
     before = launch.fingerprint_parts(existing.spec, existing.base_env)

@@ -312,3 +312,15 @@ def test_cli_login_then_servers_connects_and_logout_forgets(mock, tmp_path, monk
     assert main(["logout", "svc", "--config", str(config)]) == 0
     assert list((tmp_path / "oauth").iterdir()) == []
     assert main(["login", "nope", "--config", str(config)]) == 2
+
+
+def test_after_a_login_a_reload_retries_a_server_that_needed_auth(mock, tmp_path, monkeypatch):
+    server = mock()
+    monkeypatch.setenv("RAIDER_SYNC_OAUTH_DIR", str(tmp_path / "oauth"))
+    config = {"mcpServers": {"svc": {"type": "http", "url": server.url}}}
+    with McpHub(config, startup_timeout_ms=20000) as hub:
+        assert hub.statuses() == {"svc": "needs-auth"}
+        OAuth(consent=redirect_consent()).bind(server.url, "svc").login(timeout=20)
+        assert hub.reload(config).started == ["svc"]
+        hub.start(timeout=30)
+        assert hub.statuses() == {"svc": "connected"}
