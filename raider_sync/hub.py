@@ -241,9 +241,10 @@ class McpHub:
 
     def reload(self, config: McpConfig | dict) -> ReloadResult:
         """Take the servers of ``config``: a client whose ``fingerprint`` is unchanged is
-        kept (a failed, stopped or needs-auth one is retried, e.g. after a login); removed and changed ones are stopped (in
-        parallel, blocking until they are); new and changed ones are started if the hub has
-        been started (see :meth:`start_f` to wait for them). Returns what changed."""
+        kept (a failed, stopped or needs-auth one is retried, e.g. after a login); removed
+        and changed ones are stopped (in parallel, blocking until they are); new and changed
+        ones are started if the hub has been started (see :meth:`start_f` to wait for them).
+        Returns what changed."""
         if isinstance(config, dict):
             config = McpConfig.from_dict(config)
         with self._reload_lock:
