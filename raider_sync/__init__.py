@@ -6,7 +6,6 @@ __version__ = "0.1.0"
 
 from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
 from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
-from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
                      McpError, NotConnected, RaiderError, RequestTimeout, SchemaRefused,
                      StructuredContentError, ToolError, ToolTimeout, TransportError,
                      UnknownServer, UnknownTool, UnsupportedProtocol)
