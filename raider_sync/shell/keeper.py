@@ -28,7 +28,6 @@ import threading
 
 VARIABLE = "RAIDER_SYNC_SHELL"
 SWEEP_ROUNDS = 20  # rounds of find-and-signal before giving up on a fork race
-QUIET_ROUNDS = 2   # rounds that find nothing before a sweep believes it is done
 
 
 def new_token() -> str:
@@ -71,12 +70,12 @@ def marked(prefix: str) -> list[int]:
 
 
 def sweep(prefix: str, sig: int = signal.SIGKILL, rounds: int = SWEEP_ROUNDS) -> set[int]:
-    """Signal every process marked ``prefix`` (see :func:`marked`), again and again until
-    ``QUIET_ROUNDS`` rounds in a row find none (or ``rounds`` rounds passed: a process that
-    forks faster than it is found). Returns the processes signalled. With a signal other
-    than SIGKILL one round is made: the processes may end as they like."""
+    """Signal every process marked ``prefix`` (see :func:`marked`), again and again until a
+    round finds none (a child forked meanwhile is found by the next round), or ``rounds``
+    rounds passed (a process that forks faster than it is found). Returns the processes
+    signalled. With a signal other than SIGKILL one round is made: the processes may end as
+    they like."""
     sent: set[int] = set()
-    quiet = 0
     for _ in range(max(1, rounds)):
         pids = marked(prefix)
         for pid in pids:
@@ -85,10 +84,7 @@ def sweep(prefix: str, sig: int = signal.SIGKILL, rounds: int = SWEEP_ROUNDS) ->
                 sent.add(pid)
             except OSError:
                 pass
-        if sig != signal.SIGKILL:
-            break
-        quiet = quiet + 1 if not pids else 0
-        if quiet >= QUIET_ROUNDS:
+        if sig != signal.SIGKILL or not pids:
             break
     return sent
 
