@@ -7,7 +7,9 @@ BashTools, so that object can be collected and its finalizer can stop what it st
 
 Signals and reaping of shells all happen on the reaper thread. When a command's leader
 exits, what it left in its process group is killed before the leader is reaped: a command's
-processes end with it (use run_in_background for work that should go on).
+processes end with it (use run_in_background for work that should go on). What left the
+group (a new session) carries the shell's mark and goes when the shell is stopped or the
+tools are stopped or closed (see :mod:`.keeper`).
 """
 from __future__ import annotations
 
