@@ -20,15 +20,18 @@ exit, whichever comes first. No shell outlives its owner.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import threading
 import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
+from ..errors import ConfigError
 from ..futures import resolved, then
 from ..toolserver import ToolServer, text_result
 from . import schemas
@@ -41,6 +44,7 @@ from .texts import (entry_status, monitor_started, moved_to_background, not_runn
                     output_status, shell_notification, started_in_background, stopped, unknown)
 
 Result = tuple[str, bool]
+DEFAULT_MAX_OUTPUT_BYTES = 512 << 20
 CLOSED = "Error: the shell tools are closed"
 CallerLike = Union[Caller, dict, None]
 
@@ -57,6 +61,11 @@ class BashTools:
     ``monitor_unattended_max_timeout`` 600 (when ``unattended()`` is true),
     ``monitor_min_timeout`` 1 and ``monitor_options`` (batch_window, burst_limit,
     burst_window, max_line_chars for every Monitor).
+
+    Limits of every shell: ``max_output_bytes`` (512 MiB; None: none) stops a command whose
+    output passes it, and ``background_time_limit`` (None: none) stops a background shell
+    that has run that long; either says so at the end of its output. Raises ConfigError
+    for a limit that is not a positive number.
     """
 
     def __init__(self, working_directory: str | None = None, *,
@@ -66,7 +75,9 @@ class BashTools:
                  kill_grace: float = 2.0, block_timeout: float = 30, monitor_timeout: float = 300,
                  monitor_max_timeout: float = 1800, monitor_unattended_max_timeout: float = 600,
                  unattended: Callable[[], Any] | None = None, monitor_min_timeout: float = 1,
-                 monitor_options: dict | None = None, name: str = "shell"):
+                 monitor_options: dict | None = None, name: str = "shell",
+                 max_output_bytes: int | None = DEFAULT_MAX_OUTPUT_BYTES,
+                 background_time_limit: float | None = None):
         unknown_options = set(monitor_options or {}) - set(DEFAULT_OPTIONS)
         if unknown_options:
             raise TypeError(f"unknown monitor_options: {', '.join(sorted(unknown_options))}")
@@ -85,10 +96,13 @@ class BashTools:
         self.unattended = unattended
         self.monitor_min_timeout = monitor_min_timeout
         self.monitor_options = {**DEFAULT_OPTIONS, **(monitor_options or {})}
+        self.max_output_bytes = _limit("max_output_bytes", max_output_bytes)
+        self.background_time_limit = _limit("background_time_limit", background_time_limit)
         self.name = name
         self.bash_path = shutil.which("bash") or "/bin/bash"
         self._runtime = Runtime(bash_path=self.bash_path, tasks=tasks, kill_grace=kill_grace,
-                                output_limit=output_limit)
+                                output_limit=output_limit, max_output_bytes=self.max_output_bytes,
+                                background_time_limit=self.background_time_limit)
         self._lock = threading.Lock()
         self._server: ToolServer | None = None
         self._finalizer = weakref.finalize(self, _shutdown, self._runtime)
@@ -109,17 +123,54 @@ class BashTools:
 
         ``inp``: command, timeout (seconds, default ``default_timeout``, at most
         ``max_timeout``), description, run_in_background. ``caller``: recipient, call,
-        detached, working_directory (a dict or :class:`Caller`)."""
-        return self.bash_f(inp, caller).result()
+        detached, working_directory (a dict or :class:`Caller`).
+
+        A ``KeyboardInterrupt`` (Ctrl-C) while it waits stops the command as
+        :meth:`kill_shell` would (bounded by ``kill_grace``; a second one kills at once)
+        and propagates: nothing is left running."""
+        started: list[Shell] = []
+        try:
+            with deferred_interrupt():  # a command half started could not be stopped
+                future = self._bash(inp, caller, started)
+            return future.result()
+        except KeyboardInterrupt:
+            if started:
+                self._abandon(started[0])
+            raise
+
+    def _abandon(self, shell: Shell) -> None:
+        """The caller of a foreground command was interrupted: stop the command unless it
+        was answered already (ended, or moved to the background); wait for its end, bounded
+        by ``kill_grace``; a second interrupt kills it at once."""
+        if shell.result.done() and not shell.result.cancelled():
+            return
+        shell.result.cancel()
+        if shell.proc is None:
+            return
+        self._runtime.interrupt(shell)
+        try:
+            shell.done.exception(self.kill_grace + STOP_SLACK)
+        except KeyboardInterrupt:
+            self._runtime.request_stop(shell, 0)
+            raise
+        except Exception:  # noqa: BLE001 - a bounded wait; the interrupt goes on anyway
+            pass
 
     def bash_f(self, inp: dict, caller: CallerLike = None) -> Future:
-        """:meth:`bash` as a future of ``(text, is_error)``."""
+        """:meth:`bash` as a future of ``(text, is_error)``. Cancelling the future while
+        the command runs in the foreground stops the command (SIGTERM to its process
+        group, ``kill_grace``, SIGKILL)."""
+        return self._bash(inp, caller)
+
+    def _bash(self, inp: dict, caller: CallerLike, started: list | None = None) -> Future:
         caller = as_caller(caller)
         admitted = self._admit(inp, caller)
         if isinstance(admitted, Future):
             return admitted
         command, cwd = admitted
         shell = Shell(command, str(inp.get("description") or ""), cwd, caller)
+        if started is not None:
+            started.append(shell)
         try:
             with self._runtime.starting():  # a close() meanwhile waits, then stops it
                 return self._start(shell, inp)
@@ -144,6 +195,7 @@ class BashTools:
             shell.timer = timer
             if shell.reaped:  # it ended before the timer was known: nothing to move
                 timer.cancel()
+        shell.result.add_done_callback(lambda result: result.cancelled() and runtime.interrupt(shell))
         return shell.result
 
     def notification(self, shell: Shell, status: str) -> tuple[str, str]:
@@ -254,7 +306,8 @@ class BashTools:
         task_id = self.tasks.new_id("monitor")
         monitor = Monitor(task_id, command, str(inp.get("description") or ""), cwd, timeout,
                           tasks=self.tasks, bash_path=self.bash_path, recipient=caller.recipient,
-                          call=caller.call, kill_grace=self.kill_grace, **self.monitor_options)
+                          call=caller.call, kill_grace=self.kill_grace,
+                          environment=self._runtime.environment(), **self.monitor_options)
         self.tasks.register("monitor", description=monitor.label, recipient=caller.recipient,
                             call=caller.call, stop=monitor.stop, task_id=task_id)
         try:
@@ -428,6 +481,24 @@ def _weak_handler(tools: BashTools, method: str, ref=None, caller_of=None) -> Ca
     return handler
 
 
+@contextlib.contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """A Ctrl-C (SIGINT with Python's default handler, on the main thread) that comes
+    inside the block is raised as KeyboardInterrupt when the block ends, not in it."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    seen: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if seen:
+        raise KeyboardInterrupt
+
+
 def as_caller(caller: CallerLike) -> Caller:
     if caller is None:
         return Caller()
@@ -490,6 +561,15 @@ def _positive(value: Any) -> bool:
     except ValueError:
         return False
     return number > 0 and number == number and number != float("inf")
+
+
+def _limit(name: str, value: Any) -> Any:
+    """A limit option as given (None: no limit); anything but a positive number is refused."""
+    if value is None:
+        return None
+    if not _positive(value) or isinstance(value, str):
+        raise ConfigError(f"{name} must be a positive number or None, not {value!r}")
+    return value
 
 
 def _shutdown(runtime: Runtime) -> None:

@@ -26,6 +26,7 @@ import threading
 import time
 from concurrent.futures import Future
 
+from . import keeper
 from .output import OutputFile
 from .shells import exit_code_of, signal_group
 from .tasks import RUNNING, Tasks, task_notification
@@ -48,7 +49,8 @@ class Monitor:
     def __init__(self, task_id: str, command: str, description: str, cwd: str, timeout: float, *,
                  tasks: Tasks, bash_path: str, recipient: str = "main", call: str | None = None,
                  kill_grace: float = 2.0, batch_window: float = 0.2, burst_limit: int = 100,
-                 burst_window: float = 1.0, max_line_chars: int = 2000):
+                 burst_window: float = 1.0, max_line_chars: int = 2000,
+                 environment: tuple[str, dict] | None = None):
         self.id = task_id
         self.command = command
         self.description = description
@@ -63,6 +65,7 @@ class Monitor:
         self.burst_limit = burst_limit
         self.burst_window = burst_window
         self.max_line_chars = max_line_chars
+        self.mark, self.env = environment or ("", None)  # see keeper.py
         self.status = RUNNING
         self.exit_code: int | None = None
         self.events = 0
@@ -109,7 +112,8 @@ class Monitor:
         try:
             self.proc = subprocess.Popen(
                 [self.bash_path, "-c", self.command], cwd=self.cwd, stdin=subprocess.DEVNULL,
-                stdout=pipe_w, stderr=self.output.fd, start_new_session=True, close_fds=True)
+                stdout=pipe_w, stderr=self.output.fd, start_new_session=True, close_fds=True,
+                env=self.env)
         except OSError:
             os.close(pipe_r)
             self.output.close()
@@ -262,6 +266,8 @@ class Monitor:
             returncode = self.proc.wait()
         except Exception:  # noqa: BLE001
             returncode = -signal.SIGKILL
+        if self.end_reason and self.mark:  # stopped: what left its group goes too
+            keeper.sweep(self.mark)
         with self.lock:
             for fd in (self._pipe_r, self._wake_r, self._wake_w, self._pidfd):
                 if fd is not None and fd >= 0:

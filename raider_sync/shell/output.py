@@ -85,6 +85,12 @@ class OutputFile:
                 pos -= size
             return start
 
+    def append(self, text: str) -> None:
+        """Add ``text`` at the end (once the command has stopped writing)."""
+        with self._lock:
+            if self.fd is not None:
+                os.pwrite(self.fd, text.encode(), os.fstat(self.fd).st_size)
+
     def close(self) -> None:
         """Release the file (its space goes once the command's descriptors are closed too)."""
         with self._lock:

@@ -7,7 +7,9 @@ BashTools, so that object can be collected and its finalizer can stop what it st
 
 Signals and reaping of shells all happen on the reaper thread. When a command's leader
 exits, what it left in its process group is killed before the leader is reaped: a command's
-processes end with it (use run_in_background for work that should go on).
+processes end with it (use run_in_background for work that should go on). What left the
+group (a new session) carries the shell's mark and goes when the shell is stopped or the
+tools are stopped or closed (see :mod:`.keeper`).
 """
 from __future__ import annotations
 
@@ -18,20 +20,23 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from . import keeper
 from .output import OutputFile
 from .reaper import JOIN_TIMEOUT, Reaper, Timer
 from .tasks import RUNNING, Tasks, TaskEntry
-from .texts import command_result, shell_notification
+from .texts import command_result, seconds, shell_notification
 
 log = logging.getLogger("raider_sync.shell")
 
 INLINE_RESULT_BYTES = 1 << 20  # larger outputs are read on the pool, not the reaper thread
 POOL_WORKERS = 4
 STOP_SLACK = 5.0  # seconds after SIGKILL we still wait for an exit before giving up
+OUTPUT_CHECK_INTERVAL = 0.1  # seconds between looks at the size of the running shells' output
 
 
 @dataclass
@@ -87,6 +92,10 @@ class Shell:
         self.result: Future = Future()
         self.timer: Timer | None = None
         self.kill_timer: Timer | None = None
+        self.mark = ""  # keeper.VARIABLE's value in its processes' environment
+        self.started = time.monotonic()
+        self.limit_timer: Timer | None = None
+        self.limited: str | None = None  # why a limit stopped it, said in its output
 
     def __repr__(self) -> str:
         return f"<Shell {self.id or '(foreground)'} {self.status} {self.command[:40]!r}>"
@@ -109,8 +118,12 @@ class Runtime:
     """The machinery of one BashTools (see the module doc)."""
 
     def __init__(self, *, bash_path: str, tasks: Tasks | None, kill_grace: float,
-                 output_limit: int):
+                 output_limit: int, max_output_bytes: int | None = None,
+                 background_time_limit: float | None = None):
         self.bash_path = bash_path
+        self.max_output_bytes = max_output_bytes
+        self.background_time_limit = background_time_limit
+        self._ticker: Timer | None = None
         self.tasks = tasks
         self.kill_grace = kill_grace
         self.output_limit = output_limit
@@ -127,6 +140,10 @@ class Runtime:
         self.closed = False  # after the owner's end nothing starts a thread again
         self._starting = 0   # commands between the closing check and their registration
         self._idle = threading.Condition(self.lock)
+        self.token = keeper.new_token()
+        self.keeper = keeper.Keeper(self.token)
+        self._marks = itertools.count(1)
+        self.marked = False  # a command was started: there may be marked processes to sweep
 
     # -- the pool -----------------------------------------------------------------------------
 
@@ -189,20 +206,38 @@ class Runtime:
                 if not self._starting:
                     self._idle.notify_all()
 
+    def environment(self) -> tuple[str, dict[str, str]]:
+        """A new mark and the environment of a command that carries it; starts the keeper
+        (see :mod:`.keeper`) with the first one."""
+        if not self.marked:
+            self.marked = True
+            try:
+                self.keeper.start()
+            except OSError:
+                log.warning("the shell keeper could not start: shells will not be stopped "
+                            "if this process is killed", exc_info=True)
+        value = keeper.mark(self.token, next(self._marks))
+        env = dict(os.environ)
+        env[keeper.VARIABLE] = value
+        return value, env
+
     def spawn(self, shell: Shell, background: bool = False) -> None:
         """Start the command (``background``: adopted at once, before its end can be seen).
         Raises OSError when it cannot start (no such directory, ...)."""
+        shell.mark, env = self.environment()
         shell.output = OutputFile()
         try:
             shell.proc = subprocess.Popen(
                 [self.bash_path, "-c", shell.command], cwd=shell.cwd, stdin=subprocess.DEVNULL,
                 stdout=shell.output.fd, stderr=shell.output.fd, start_new_session=True,
-                close_fds=True)
+                close_fds=True, env=env)
         except OSError:
             shell.output.close()
             raise
         with self.lock:
             self.active.add(shell)
+            if self._ticker is None and self.max_output_bytes is not None:
+                self._ticker = self.reaper.call_later(OUTPUT_CHECK_INTERVAL, self._check_output)
         if background:
             self.adopt(shell)
         self.reaper.watch(shell.proc.pid, lambda: self._exited(shell))
@@ -228,6 +263,12 @@ class Runtime:
             shell.id = self.new_id()
         with self.lock:
             self.shells[shell.id] = shell
+        limit = self.background_time_limit
+        if limit is not None:
+            left = shell.started + limit - time.monotonic()
+            # not reaped yet: adopted before its exit is watched, or under shell.lock
+            shell.limit_timer = self.reaper.call_later(left, lambda: self.limit(
+                shell, f"it ran for more than {seconds(limit)}"))
 
     # -- ends (reaper thread) -----------------------------------------------------------------
 
@@ -236,7 +277,9 @@ class Runtime:
             signal_group(shell.proc.pid, signal.SIGKILL)  # leftovers; the leader holds the pgid
             returncode = shell.proc.wait()
             shell.reaped = True
-            for timer in (shell.timer, shell.kill_timer):
+            if shell.limited:
+                shell.output.append(f"\n[The command was stopped: {shell.limited}.]\n")
+            for timer in (shell.timer, shell.kill_timer, shell.limit_timer):
                 if timer is not None:
                     timer.cancel()
             shell.exit_code = exit_code_of(returncode)
@@ -249,6 +292,8 @@ class Runtime:
             self.active.discard(shell)
         if background:
             self._submit_or_run(lambda: self._end_background(shell))
+        elif shell.stopping:
+            self._submit_or_run(lambda: self._end_foreground(shell))
         elif shell.output.size() <= INLINE_RESULT_BYTES:
             self._end_foreground(shell)
         else:
@@ -260,8 +305,14 @@ class Runtime:
         except RuntimeError:
             fn()
 
+    def _sweep_stopped(self, shell: Shell) -> None:
+        """A stopped shell's processes that left its group go with it (see :mod:`.keeper`)."""
+        if shell.stopping and shell.mark:
+            keeper.sweep(shell.mark)
+
     def _end_foreground(self, shell: Shell) -> None:
         try:
+            self._sweep_stopped(shell)
             text = shell.output.clip(0, shell.output.size(), self.output_limit)
             if not shell.result.done():
                 shell.result.set_result(command_result(shell.exit_code, text))
@@ -276,9 +327,11 @@ class Runtime:
 
     def _end_background(self, shell: Shell) -> None:
         try:
+            self._sweep_stopped(shell)
             if self.tasks is not None and shell.entry is not None:
                 text, summary = shell_notification(shell.id, shell.label, shell.status,
-                                                   shell.exit_code, shell.caller.call)
+                                                   shell.exit_code, shell.caller.call,
+                                                   shell.limited)
                 self.tasks.finish(shell.entry.id, shell.status, report=summary, notification=text)
         finally:
             if not shell.done.done():
@@ -287,13 +340,50 @@ class Runtime:
     def to_background(self, shell: Shell, moved: Callable[[Shell], Any]) -> None:
         """At a foreground timeout (reaper thread): adopt the shell, answer ``moved(shell)``."""
         with shell.lock:
-            if shell.reaped or shell.background or shell.result.done():
+            if shell.reaped or shell.background or shell.stopping or shell.result.done():
                 return
             self.adopt(shell)
         if not shell.result.done():
             shell.result.set_result(moved(shell))
 
     # -- stopping -----------------------------------------------------------------------------
+
+    def _check_output(self) -> None:
+        """The output cap (reaper thread, every OUTPUT_CHECK_INTERVAL while shells run):
+        a shell that wrote more than ``max_output_bytes`` is stopped."""
+        cap = self.max_output_bytes
+        with self.lock:
+            ticker = self._ticker
+            shells = [shell for shell in self.active if not shell.stopping]
+        early = ticker is not None and time.monotonic() < ticker.when  # the watcher is stopping
+        for shell in shells:
+            if shell.output is not None and shell.output.size() > cap:
+                self.limit(shell, f"its output passed {cap} bytes")
+        with self.lock:
+            if self.active and not self.closing and not early:
+                self._ticker = self.reaper.call_later(OUTPUT_CHECK_INTERVAL, self._check_output)
+            else:
+                self._ticker = None
+
+    def limit(self, shell: Shell, why: str) -> None:
+        """Stop ``shell`` because it passed a limit; ``why`` goes into its output."""
+        with shell.lock:
+            if shell.reaped or shell.stopping:
+                return
+            shell.limited = why
+        log.info("stopping %r: %s", shell, why)
+        self.request_stop(shell)
+
+    def interrupt(self, shell: Shell) -> None:
+        """The caller of a foreground command gave up on it (its future was cancelled):
+        stop it as :meth:`request_stop` does, unless it already ended or moved."""
+        with shell.lock:
+            if shell.reaped or shell.background or shell.stopping:
+                return
+            shell.stopping = True
+            if shell.timer is not None:
+                shell.timer.cancel()
+        self.request_stop(shell)
 
     def request_stop(self, shell: Shell, grace: float | None = None) -> None:
         """SIGTERM the shell's group now and SIGKILL it after ``grace`` s (default
@@ -306,9 +396,12 @@ class Runtime:
             if shell.reaped:
                 return
             shell.stopping = True
-            signal_group(shell.proc.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
+            sig = signal.SIGTERM if grace > 0 else signal.SIGKILL
+            signal_group(shell.proc.pid, sig)
             if shell.kill_timer is None and grace > 0:
                 shell.kill_timer = self.reaper.call_later(grace, lambda: self._kill(shell))
+        if sig == signal.SIGTERM:  # what left the group is told too (SIGKILLed at the end)
+            self._submit_or_run(lambda: keeper.sweep(shell.mark, signal.SIGTERM))
 
     def _kill(self, shell: Shell) -> None:
         with shell.lock:
@@ -335,6 +428,8 @@ class Runtime:
                 _wait(shell.done, grace + STOP_SLACK)
         for monitor in monitors:
             monitor.join(grace + STOP_SLACK)
+        if self.marked:  # what left the groups of shells, ended or stopped
+            keeper.sweep(self.token + ".")
         self.shutdown_threads()
 
     def close(self) -> None:
@@ -344,6 +439,7 @@ class Runtime:
             self.closing = True
             self._idle.wait_for(lambda: not self._starting, JOIN_TIMEOUT)
         self.stop_all()
+        self.keeper.close(JOIN_TIMEOUT)
         self.closed = True
         with self.lock:
             ended = list(self.shells.values()) + list(self.monitors.values())

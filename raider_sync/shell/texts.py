@@ -56,14 +56,14 @@ def monitor_started(task_id: str, timeout: float) -> str:
 
 
 def shell_notification(task_id: str, label: str, status: str, exit_code: int | None,
-                       call: str | None = None) -> tuple[str, str]:
+                       call: str | None = None, why: str | None = None) -> tuple[str, str]:
     """The ``<task-notification>`` of a background shell that ended, and its summary line."""
     if status == "completed":
         summary = f'Background command "{label}" completed (exit code {exit_code})'
     elif status == "failed":
         summary = f'Background command "{label}" failed with exit code {exit_code}'
     else:
-        summary = f'Background command "{label}" was stopped'
+        summary = f'Background command "{label}" was stopped' + (f": {why}" if why else "")
     return task_notification(task_id, tool_use_id=call, status=status, summary=summary), summary
 
 

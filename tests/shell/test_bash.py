@@ -192,3 +192,17 @@ def test_working_directory_defaults_to_the_process(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with BashTools(kill_grace=0.2) as shell:
         assert shell.bash({"command": "pwd"}) == (str(tmp_path), False)
+
+
+def test_the_defaults_are_claude_codes(make_shell):
+    shell = make_shell(kill_grace=2.0)
+    assert (shell.default_timeout, shell.max_timeout, shell.output_limit) == (120, 600, 30000)
+    runtime = shell._runtime
+    for inp, seconds in (({}, 120), ({"timeout": 5000}, 600), ({"timeout": 30}, 30)):
+        future = shell.bash_f({"command": "sleep 1000", **inp})
+        with runtime.lock:
+            (command,) = runtime.active
+        # the timer that would move it to the background runs at the timeout
+        assert abs(command.timer.when - command.started - seconds) < 5
+        assert future.cancel()
+        assert command.done.result(10) is not None

@@ -137,3 +137,12 @@ def test_moved_command_output_from_the_start(shell, tmp_path):
     wait_for_file(marker)
     text, _ = shell.bash_output({"bash_id": "bash_1", "block": True, "timeout": 5})
     assert "<stdout>\nbefore\nafter\n</stdout>" in text
+
+
+def test_block_timeout_is_cut_down_to_max_timeout(make_shell):
+    shell = make_shell(max_timeout=0.3, block_timeout=1000)
+    shell.bash({"command": "sleep 1000", "run_in_background": True})
+    assert shell.bash_output_f({"bash_id": "bash_1", "block": True, "timeout": 1000}).result(
+        20) == ("<status>running</status>", False)
+    assert shell.bash_output_f({"bash_id": "bash_1", "block": True}).result(20) == (
+        "<status>running</status>", False)

@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+from shell.shell_helpers import wait_until
 
 from raider_sync.shell import Tasks, task_notification
 from raider_sync.shell.shells import Caller, Shell
@@ -233,3 +234,21 @@ def test_a_blocked_wait_that_comes_as_the_tools_close_is_answered(shell, tasks):
     shell._runtime.reaper.stop(final=True)
     future = shell.bash_output_f({"bash_id": "agent_1", "block": True, "timeout": 60})
     assert future.result(5) == ("<status>running</status>", False)
+
+
+def test_the_blocking_bash_output_waits_for_an_agent(shell, tasks):
+    # agents run on threads of their own here: a blocking wait stops nothing (unlike the
+    # seed's event loop), so the blocking method waits as its _f twin does
+    entry = tasks.register("agent")
+
+    def finish_once_waited_for() -> None:
+        assert wait_until(lambda: entry.done._done_callbacks, 20)
+        tasks.finish("agent_1", "completed", report="done")
+
+    finisher = threading.Thread(target=finish_once_waited_for)
+    finisher.start()
+    try:
+        assert shell.bash_output({"bash_id": "agent_1", "block": True, "timeout": 30}) == (
+            "<status>completed</status>\n<output>\ndone\n</output>", False)
+    finally:
+        finisher.join(30)
