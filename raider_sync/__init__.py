@@ -4,10 +4,10 @@ Users import from here; the modules behind it may move.
 """
 __version__ = "0.1.0"
 
-from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
+from .config import McpConfig, RestartPolicy, ServerSpec, tool_name  # noqa: E402
 from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
-                     McpError, NotConnected, RaiderError, RequestTimeout, SchemaRefused,
-                     StructuredContentError, ToolError, ToolTimeout, TransportError,
+                     InvalidArgument, McpError, NotConnected, RaiderError, RequestTimeout,
+                     SchemaRefused, StructuredContentError, ToolError, ToolTimeout, TransportError,
                      UnknownServer, UnknownTool, UnsupportedProtocol)
 from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
@@ -22,6 +22,7 @@ __all__ = [
     "ConfigError",
     "ConnectionClosed",
     "ConsentRequired",
+    "InvalidArgument",
     "McpConfig",
     "McpError",
     "McpHub",
@@ -31,6 +32,7 @@ __all__ = [
     "ReloadResult",
     "RequestTimeout",
     "Resources",
+    "RestartPolicy",
     "SchemaRefused",
     "ServerSpec",
     "StructuredContentError",

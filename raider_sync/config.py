@@ -131,6 +131,25 @@ _OAUTH_FIELDS = frozenset(set(OAuthSettings.model_fields)
                           | {f.alias for f in OAuthSettings.model_fields.values() if f.alias})
 
 
+class RestartPolicy(BaseModel):
+    """An entry's ``restart`` key: restart a crashed server on the next call.
+
+    ``{"maxRestarts": 3, "backoffMs": 1000, "maxBackoffMs": 30000}`` (the defaults; ``true``
+    means them all). Restart *n* comes no sooner than ``backoffMs * 2**(n-1)`` ms (at most
+    ``maxBackoffMs``) after the crash; after ``maxRestarts`` in a row the server stays failed.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    max_restarts: int = Field(default=3, ge=0, alias="maxRestarts")
+    backoff_ms: int = Field(default=1000, ge=0, alias="backoffMs")
+    max_backoff_ms: int = Field(default=30000, ge=0, alias="maxBackoffMs")
+
+    def delay(self, restarts: int) -> float:
+        """Seconds to wait after a crash before restart number ``restarts + 1``."""
+        return min(self.max_backoff_ms, self.backoff_ms * 2 ** min(restarts, 32)) / 1000
+
+
 class ServerSpec(BaseModel):
     """One entry of ``mcpServers``: what a server is started or reached with.
 
@@ -156,6 +175,7 @@ class ServerSpec(BaseModel):
     plugin_data: Optional[str] = Field(default=None, alias="pluginData")
     project_dir: Optional[str] = Field(default=None, alias="projectDir")
     oauth: Optional[OAuthSettings] = None
+    restart: Optional[RestartPolicy] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -177,6 +197,15 @@ class ServerSpec(BaseModel):
         # pydantic would read true as 1 and "5000" as 5000; JSON that says so is a mistake
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ValueError("must be a number of milliseconds")
+        return value
+
+    @field_validator("restart", mode="before")
+    @classmethod
+    def _restart_true_means_defaults(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        if value is False:
+            return None
         return value
 
     @field_validator("max_message_size", mode="before")

@@ -2,6 +2,7 @@
 
     RaiderError
      +-- ConfigError (also ValueError)        bad .mcp.json / gateway config, names the field
+ +-- InvalidArgument (also ValueError)    a call's argument that cannot be used, named
      +-- McpError                             a JSON-RPC error answer: code, message, data
      |    +-- UnsupportedProtocol             the server speaks no revision raider_sync knows
      +-- NotConnected                         the server is not (or no longer) connected
@@ -35,6 +36,11 @@ class ConfigError(RaiderError, ValueError):
     def __init__(self, message: str, problems: list[str] | None = None):
         super().__init__(message)
         self.problems = list(problems or [message])
+
+
+class InvalidArgument(RaiderError, ValueError):
+    """An argument given to a call that cannot be used (tool arguments that are not an
+    object, a timeout that is not positive). The message names the argument."""
 
 
 class McpError(RaiderError):

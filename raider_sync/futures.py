@@ -29,12 +29,23 @@ def failed(error: BaseException) -> Future:
     return future
 
 
+def settle(future: Future, *, result: Any = None, error: BaseException | None = None) -> None:
+    """Set ``error`` (when given) or ``result`` on ``future``, unless it is done already."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except InvalidStateError:
+        pass
+
+
 def then(inner: Future, transform: Callable[[Any], Any]) -> Future:
     """A future of ``transform(inner.result())``; an error of ``inner`` (or of ``transform``)
     passes through. Cancelling the returned future cancels ``inner``."""
     outer: Future = Future()
 
-    def settle(done: Future) -> None:
+    def inner_done(done: Future) -> None:
         if outer.done():
             return
         try:
@@ -45,20 +56,14 @@ def then(inner: Future, transform: Callable[[Any], Any]) -> Future:
             value = None if error is not None else transform(done.result())
         except BaseException as exc:  # noqa: BLE001 - the transform's failure is the result
             value, error = None, exc
-        try:
-            if error is not None:
-                outer.set_exception(error)
-            else:
-                outer.set_result(value)
-        except InvalidStateError:
-            pass
+        settle(outer, result=value, error=error)
 
     def propagate_cancel(done: Future) -> None:
         if done.cancelled():
             inner.cancel()
 
     outer.add_done_callback(propagate_cancel)
-    inner.add_done_callback(settle)
+    inner.add_done_callback(inner_done)
     return outer
 
 

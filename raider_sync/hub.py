@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import launch
+from .calls import seconds, tool_arguments, unknown_tool_message
 from .config import McpConfig, ServerSpec, find_named
-from .errors import UnknownServer, UnknownTool
+from .errors import RaiderError, UnknownServer, UnknownTool
 from .futures import all_done, failed, then
+from .lifecycle import UP
 from .server import McpServer
 
 log = logging.getLogger("raider_sync.hub")
@@ -83,7 +85,11 @@ class McpHub:
         return hub_html(self)
 
     def __enter__(self) -> "McpHub":
-        self.start()
+        try:
+            self.start()
+        except BaseException:  # Ctrl-C or a start still running: nothing is left behind
+            self.stop()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -117,7 +123,8 @@ class McpHub:
                             f'{", ".join(c.name for c in clients)}')
 
     def statuses(self) -> dict[str, str]:
-        """``{name: status}`` of every configured server."""
+        """``{name: status}`` of every configured server: a health check (see
+        :attr:`McpServer.status`; ``connected`` and ``degraded`` servers take calls)."""
         return {client.name: client.status for client in self.clients}
 
     def mount(self, tool_server: Any) -> Any:
@@ -139,8 +146,8 @@ class McpHub:
     def start_f(self) -> Future:
         """Start every server, all in parallel; a future that resolves to this hub once every
         one is connected or failed (look at their ``status``/``reason``). Never fails.
-        Servers already started are not started again; servers a later :meth:`reload` adds
-        start at once."""
+        Servers already started are not started again (failed ones are started anew);
+        servers a later :meth:`reload` adds start at once."""
         with self._lock:
             self._started = True
             clients = list(self._clients.values())
@@ -149,18 +156,33 @@ class McpHub:
     def start(self, timeout: float | None = None) -> "McpHub":
         """Blocking :meth:`start_f`. ``timeout`` (s) defaults to the longest startup timeout
         plus the stop grace of a failed start; a start still running then raises
-        TimeoutError (the servers keep starting)."""
+        TimeoutError (the servers keep starting). A KeyboardInterrupt stops every server
+        and propagates."""
         if timeout is None:
             timeout = max([c.startup_timeout_ms / 1000 + 2 * c.kill_grace + 5
                            for c in self.clients] or [0.0]) + 5
-        return self.start_f().result(timeout)
+        try:
+            return self.start_f().result(timeout)
+        except KeyboardInterrupt:
+            self.stop()
+            raise
+
+    def restart_f(self, name: str) -> Future:
+        """:meth:`McpServer.restart_f` of the server named ``name``: a future of that client
+        once connected or failed. Raises UnknownServer."""
+        return self.client(name).restart_f()
+
+    def restart(self, name: str, timeout: float | None = None) -> McpServer:
+        """Blocking :meth:`restart_f`: the client, connected or failed. Calls to it made
+        meanwhile wait for the start. Raises UnknownServer."""
+        return self.client(name).restart(timeout)
 
     # -- tools ---------------------------------------------------------------------------
 
     def tools_f(self) -> Future:
         """A future of every tool: the prefixed tools of the connected servers, then those of
         the mounted tool servers."""
-        sources = [c for c in self.clients if c.status == "connected"] + self.mounted
+        sources = [c for c in self.clients if c.status in UP] + self.mounted
         futures = [_guarded(source.list_tools_f) for source in sources]
 
         def collect(_: Any) -> list[dict]:
@@ -182,7 +204,7 @@ class McpHub:
     @property
     def tool_names(self) -> list[str]:
         names: list[str] = []
-        for source in [c for c in self.clients if c.status == "connected"] + self.mounted:
+        for source in [c for c in self.clients if c.status in UP] + self.mounted:
             names.extend(source.tool_names)
         return names
 
@@ -194,7 +216,7 @@ class McpHub:
         UnknownTool. Raises UnknownTool for a name nobody could offer."""
         clients = self.clients
         for client in clients:
-            if client.status == "connected" and client.original_name(name) is not None:
+            if client.status in UP and client.original_name(name) is not None:
                 return client
         for tool_server in self.mounted:
             if tool_server.original_name(name) is not None:
@@ -202,9 +224,10 @@ class McpHub:
         owners = [c for c in clients if name.startswith(f"mcp__{c.key}__")]
         if owners:
             return max(owners, key=lambda c: len(c.key))
-        raise UnknownTool(f"no server offers a tool named {name!r}")
+        raise UnknownTool(unknown_tool_message(f"no server offers a tool named {name!r}", name,
+                                               self.tool_names))
 
-    def call_tool_f(self, name: str, arguments: dict | None = None, *,
+    def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None, on_progress=None,
                     raise_on_error: bool | None = None) -> Future:
         """Call tool ``name`` on the server that offers it; a future of the result dict.
@@ -212,18 +235,19 @@ class McpHub:
         with ToolError for an error result when ``raise_on_error`` (default: the hub's
         option) is true. ``timeout`` (s) defaults to that server's call timeout."""
         try:
-            target = self.route(name)
-        except UnknownTool as exc:
+            target, arguments = self.route(name), _checked(name, arguments, timeout)
+        except RaiderError as exc:
             return failed(exc)
         return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
                                   **self._raising(target, raise_on_error))
 
-    def call_tool(self, name: str, arguments: dict | None = None, *,
+    def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
                   raise_on_error: bool | None = None) -> dict:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
-        after ``timeout`` s)."""
-        target = self.route(name)
+        after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
+        JSON string of an object, or a timeout that is not positive)."""
+        target, arguments = self.route(name), _checked(name, arguments, timeout)
         return target.call_tool(name, arguments, timeout=timeout, on_progress=on_progress,
                                 **self._raising(target, raise_on_error))
 
@@ -274,10 +298,10 @@ class McpHub:
                 self._clients = clients
                 self.config = config
                 start = self._started
-            _stop_all(retired)
-            if start:
+            if start:  # before the old ones stop: a call meanwhile waits for its new server
                 for name in started:
                     clients[name].start_f()
+            _stop_all(retired)
         return ReloadResult(kept, started, [client.name for client in retired], reasons)
 
     def stop(self) -> None:
@@ -327,6 +351,12 @@ def _stop_one(server: Any) -> None:
         server.stop()
     except Exception:  # noqa: BLE001 - one failing stop must not keep the others running
         log.exception("stopping %s failed", getattr(server, "name", server))
+
+
+def _checked(name: str, arguments: Any, timeout: Any) -> dict:
+    """The arguments of a call as a dict; raises InvalidArgument (see raider_sync.calls)."""
+    seconds(timeout, 1.0)
+    return tool_arguments(arguments, name)
 
 
 def _guarded(start: Any) -> Future:

@@ -39,6 +39,8 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
+#: threads sending the requests of request_f(inline=False), so many may be under way at once
+SEND_WORKERS = 16
 #: threads running progress callbacks: how deep callbacks may wait for requests with
 #: progress callbacks of their own before the deepest waits for its timeout
 PROGRESS_WORKERS = 4
@@ -75,19 +77,23 @@ class Session:
 
     ``handle_request(method, params)`` answers the peer's requests (return the result, raise
     :class:`McpError` or :class:`MethodNotFound`); ``handle_notification(method, params)`` takes
-    its notifications; ``on_close(error)`` is told once when the transport ends.
+    its notifications; ``on_close(error)`` is told when the transport ends, and
+    ``on_settle(error)`` of every request's outcome (None for an answer), each before any
+    waiting caller wakes, so what they record is seen by the caller who got the error.
     """
 
     def __init__(self, transport, *, name: str,
                  handle_request: RequestHandler | None = None,
                  handle_notification: NotificationHandler | None = None,
                  on_close: Callable[[BaseException], None] | None = None,
+                 on_settle: Callable[[BaseException | None], None] | None = None,
                  request_workers: int = 4):
         self.transport = transport
         self.name = name
         self._handle_request = handle_request
         self._handle_notification = handle_notification
         self._on_close = on_close
+        self._on_settle = on_settle
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
@@ -103,6 +109,9 @@ class Session:
         # pings and cancellations, never stuck behind handlers that wait (an elicitation may
         # wait for a person) and never on the reader thread (a write could wait on a read)
         self._control = ThreadPoolExecutor(1, f"raider-{name}-control", self._mark_worker)
+        # the sends of request_f(inline=False): a *_f method returns before a slow write or
+        # an HTTP exchange; threads are made as needed, up to SEND_WORKERS
+        self._senders = ThreadPoolExecutor(SEND_WORKERS, f"raider-{name}-send", self._mark_worker)
         self._deadlines: list[tuple[float, int]] = []
         self._wake = threading.Condition(self._lock)
         self._watchdog: threading.Thread | None = None
@@ -111,9 +120,12 @@ class Session:
 
     def open(self, timeout: float | None = None) -> None:
         """Start the transport (blocks until it is up or ``timeout`` s pass) and the watchdog."""
-        self._watchdog = threading.Thread(target=self._watch, name=f"raider-{self.name}-deadlines",
-                                          daemon=True)
-        self._watchdog.start()
+        with self._lock:  # a close() meanwhile joins only a thread that has started
+            if self._closed_error is None and self._watchdog is None:
+                watchdog = threading.Thread(target=self._watch, daemon=True,
+                                            name=f"raider-{self.name}-deadlines")
+                watchdog.start()
+                self._watchdog = watchdog
         self.transport.start(self.receive, self._transport_closed, timeout=timeout)
 
     @property
@@ -138,10 +150,13 @@ class Session:
         with self._wake:
             self._wake.notify_all()
         in_worker = getattr(self._local, "session", None) is self
-        for pool in (self._notifier, self._progress_pool, self._workers, self._control):
+        for pool in (self._notifier, self._progress_pool, self._workers, self._control,
+                     self._senders):
             pool.shutdown(wait=wait and not in_worker, cancel_futures=True)
-        if wait and self._watchdog and self._watchdog is not threading.current_thread():
-            self._watchdog.join(5)
+        with self._lock:
+            watchdog = self._watchdog
+        if wait and watchdog and watchdog is not threading.current_thread():
+            watchdog.join(5)
 
     # -- outgoing ------------------------------------------------------------------------
 
@@ -150,8 +165,12 @@ class Session:
                   timeout_message: str | None = None,
                   timeout_error: type[RequestTimeout] = RequestTimeout,
                   cancellable: bool = True,
-                  transform: Callable[[Any], Any] | None = None) -> Future:
-        """Send a request; return a Future of its result. Never blocks on the answer.
+                  transform: Callable[[Any], Any] | None = None,
+                  inline: bool = True) -> Future:
+        """Send a request; return a Future of its result. Never blocks on the answer; with
+        ``inline`` (the default) the send happens on the caller's thread (a full pipe or an
+        HTTP exchange blocks it, at most until the deadline), else on a sender thread and
+        the method returns at once.
 
         ``transform(result)``, when given, shapes the result before the future holds it (an
         exception it raises is the future's). The future fails with ``timeout_error`` once
@@ -181,16 +200,33 @@ class Session:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params:
             message["params"] = params
+        if inline:
+            self._send_request(request_id, entry, message, deadline)
+            return future
+        try:
+            self._senders.submit(self._send_request, request_id, entry, message, deadline)
+        except RuntimeError:  # shut down: the session is closing
+            self._settle(request_id, error=self._closed_error or ConnectionClosed(
+                f"connection to {self.name} closed"))
+        return future
+
+    def _send_request(self, request_id: int, entry: _Pending, message: dict,
+                      deadline: float) -> None:
+        with self._lock:
+            if request_id not in self._pending:
+                return  # cancelled, timed out or failed before its turn to be sent
         try:
             self.transport.send(message, deadline=deadline)
         except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
-            self._settle(request_id, error=timeout_error(self._timeout_message(entry)))
+            self._settle(request_id, error=entry.timeout_error(self._timeout_message(entry)))
         except (TypeError, ValueError) as exc:  # params JSON cannot carry: the caller's error
             self._settle(request_id, error=exc)
+        except (KeyboardInterrupt, SystemExit):  # the caller's thread is interrupted mid-send
+            entry.future.cancel()  # and so the peer is told (notifications/cancelled)
+            raise
         except BaseException as exc:  # noqa: BLE001 - the future carries it
             self._settle(request_id, error=exc if isinstance(exc, RaiderError)
                          else ConnectionClosed(f"could not send to {self.name}: {exc}"))
-        return future
 
     def request(self, method: str, params: dict | None = None, *, timeout: float, **kw) -> Any:
         """Blocking :meth:`request_f`: the result, or the exception the future holds. The
@@ -335,6 +371,7 @@ class Session:
                 result = entry.transform(result)
             except Exception as exc:  # noqa: BLE001 - the future carries it
                 error = exc
+        self._tell_settled(error)
         try:
             if error is not None:
                 entry.future.set_exception(error)
@@ -367,13 +404,21 @@ class Session:
             except InvalidStateError:
                 pass
 
+    def _tell_settled(self, error: BaseException | None) -> None:
+        if self._on_settle is not None:
+            try:
+                self._on_settle(error)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: on_settle failed", self.name)
+
     def _transport_closed(self, error: BaseException) -> None:
-        self._fail_all(error)
+        # the owner hears first, so a caller woken by the failure finds it already known
         if self._on_close is not None:
             try:
                 self._on_close(error)
             except Exception:  # noqa: BLE001
                 log.exception("%s: on_close failed", self.name)
+        self._fail_all(error)
 
     # -- deadlines -----------------------------------------------------------------------
 

@@ -16,33 +16,31 @@ import copy
 import logging
 import os
 import threading
-import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from . import __version__, launch
 from .capabilities import ClientCapabilities, Handler, Roots
-from .config import ServerSpec, tool_name
-from .content import (default_max_output_tokens, limit_content, strip_private_meta,
-                      visible_resources)
-from .errors import (ConfigError, ConnectionClosed, ConsentRequired, McpError, NotConnected,
-                     ToolTimeout, TransportError, UnknownTool, UnsupportedProtocol)
-from .futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
+from .calls import seconds, tool_arguments, unknown_tool_message
+from .config import RestartPolicy, ServerSpec, tool_name
+from .content import default_max_output_tokens, limit_content, strip_private_meta
+from .errors import (ConfigError, McpError, RaiderError, RequestTimeout, ToolTimeout,
+                     TransportError, UnknownTool, UnsupportedProtocol)
+from .futures import Deadline, Deadlines, failed, resolved, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
+from .lifecycle import UP, Lifecycle, Restarts, live, restart_policy, when_started
+from .listings import Listings
 from .results import ToolResult
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
-                       initialize_params, translate_initialize_error, fetch_all_pages)
-from .transports import open_transport
+                       initialize_params, translate_initialize_error)
 
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
                "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
                "alert": logging.CRITICAL, "emergency": logging.CRITICAL}
 
-_live: "weakref.WeakSet[McpServer]" = weakref.WeakSet()
 
-
-class McpServer:
+class McpServer(Lifecycle, Listings):
     """The client of one configured MCP server: stdio, Streamable HTTP or legacy HTTP+SSE.
 
     Options as the seed names them: ``startup_timeout_ms`` (default MCP_TIMEOUT, else 30000),
@@ -56,6 +54,8 @@ class McpServer:
     server behind OAuth (default: one made from the entry's ``oauth`` block, which runs only
     when the server asks). A server that needs a person to authorize and has no consent
     handler ends its start with status ``needs-auth``.
+    ``restart`` (a :class:`RestartPolicy`, its dict, or True for the defaults; default the
+    spec's ``restart``) restarts a crashed server on the next call.
     Thread-safe: any number of threads may call one server.
     """
 
@@ -70,7 +70,7 @@ class McpServer:
                  client_info: dict | None = None, roots: Roots | None = None,
                  on_sampling: Handler | None = None, on_elicitation: Handler | None = None,
                  max_message_size: int | None = None, raise_on_error: bool = False,
-                 auth: Any = None):
+                 auth: Any = None, restart: RestartPolicy | dict | bool | None = None):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -108,6 +108,9 @@ class McpServer:
         self._session: Session | None = None
         self._start_future: Future | None = None
         self._start_thread: threading.Thread | None = None
+        self._generation = 0  # one per start: what an older connection says is ignored
+        self._restarts = Restarts(restart_policy(spec.restart if restart is None else restart))
+        self._start_waits: Deadlines | None = None
         self._tools: list[dict] = []
         self._original: dict[str, str] = {}
         self._output_schemas: dict[str, dict] = {}  # by original name
@@ -116,8 +119,11 @@ class McpServer:
         self._tools_asked = 0  # tools/list fetches begun, and the newest whose answer is set
         self._tools_set = 0
         self._lists: dict[str, Future] = {}
-        self._background = ThreadPoolExecutor(1, f"raider-{spec.key}-relist")
-        _live.add(self)
+        self._background = self._new_background()
+        live.add(self)
+
+    def _new_background(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(1, f"raider-{self.key}-relist")
 
     def __repr__(self) -> str:
         return f"<McpServer {self.name!r} {self.transport} {self.status}>"
@@ -127,7 +133,11 @@ class McpServer:
         return server_html(self)
 
     def __enter__(self) -> "McpServer":
-        self.initialize()
+        try:
+            self.initialize()
+        except BaseException:  # Ctrl-C or a start still running: nothing is left behind
+            self.stop()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -149,7 +159,11 @@ class McpServer:
 
     @property
     def status(self) -> str:
-        """configured, starting, connected, failed, needs-auth or stopped."""
+        """configured, starting, connected, degraded, failed, needs-auth or stopped.
+
+        ``degraded``: connected, but the last request could not reach the server (HTTP), or
+        the last :meth:`ping` went unanswered; calls are still sent, and the next answer makes
+        it ``connected`` again. ``failed``: the connection is gone (``reason`` says why)."""
         return self._status
 
     @property
@@ -179,76 +193,14 @@ class McpServer:
     def pid(self) -> int | None:
         """The process id of a running stdio server, else None."""
         transport = self._transport
-        return getattr(transport, "pid", None) if self._status in ("starting", "connected") else None
+        return getattr(transport, "pid", None) if self._status in ("starting", *UP) else None
 
     @property
     def stderr_tail(self) -> list[str]:
         """The last lines a stdio server wrote to stderr."""
         return self._transport.stderr_tail if self._transport is not None else []
 
-    # -- start ---------------------------------------------------------------------------
-
-    def start_f(self) -> Future:
-        """Connect once, in the background; every later call returns the same future.
-
-        The future never fails: it resolves to this server, whose ``status`` is then
-        connected or failed (with ``reason``). Transport, initialize, initialized and the
-        tool list all happen within ``startup_timeout_ms``.
-        """
-        with self._lock:
-            if self._start_future is None:
-                self._start_future = Future()
-                if self._status == "stopped":
-                    self._start_future.set_result(self)
-                else:
-                    self._start_thread = threading.Thread(
-                        target=self._start, name=f"raider-{self.key}-start", daemon=True)
-                    self._start_thread.start()
-            return self._start_future
-
-    def initialize(self, timeout: float | None = None) -> "McpServer":
-        """Blocking :meth:`start_f`: returns this server once connected or failed."""
-        bound = timeout if timeout is not None else self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5
-        return self.start_f().result(bound)
-
-    def _start(self) -> None:
-        timeout = self.startup_timeout_ms / 1000
-        self._set_status("starting")
-        try:
-            transport = open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
-                                       max_message_size=self.max_message_size, auth=self.auth)
-            session = Session(transport, name=self.key, handle_request=self._handle_request,
-                              handle_notification=self._handle_notification,
-                              on_close=self._connection_lost)
-            with self._lock:
-                if self._status == "stopped":
-                    raise NotConnected("stopped while starting")
-                self._transport, self._session = transport, session
-            transport.renew_session = self._renew_session  # HTTP: servers may forget sessions
-            deadline = Deadline(timeout)
-            session.open(timeout=deadline.left())
-            self._handshake(session, deadline)
-            if "tools" in self.capabilities:  # a server without tools is not asked for them
-                self._fetch_tools(deadline.left(), self._startup_timeout_message())
-            with self._lock:  # one step with _connection_lost: a lost connection fails the start
-                lost = session.closed_error
-                connected = lost is None and self._status == "starting"
-                if connected:
-                    self._status_changed_to("connected", None)
-            if lost is not None:
-                raise lost
-            if connected:
-                self._notify_status()
-        except BaseException as exc:  # noqa: BLE001 - start_f never fails
-            if self._status != "stopped":
-                reason = self._describe_failure(exc)
-                self._close_connection(ConnectionClosed(reason, self.stderr_tail), grace=True)
-                if isinstance(exc, ConsentRequired):
-                    self._set_status("needs-auth", reason)
-                elif self._status != "failed":  # the reader may have said so already
-                    self._set_status("failed", reason)
-        finally:
-            self._start_future.set_result(self)  # type: ignore[union-attr]
+    # -- the handshake (start, restart and stop: see Lifecycle) ---------------------------
 
     def _handshake(self, session: Session, deadline: Deadline,
                    timeout_message: str | None = None) -> None:
@@ -276,7 +228,7 @@ class McpServer:
         """A new session in place of one the server forgot (HTTP 404); called by the transport
         on the thread of the request that found it gone. The tools are listed again."""
         session = self._session
-        if session is None or self._status != "connected":
+        if session is None or self._status not in UP:
             raise self._not_connected()
         self._handshake(session, Deadline(timeout),
                         f"starting a new session timed out after {timeout:.3g} s")
@@ -322,7 +274,7 @@ class McpServer:
     def list_tools_f(self) -> Future:
         """A future of the tools under their prefixed names (copies); empty unless connected.
         While a re-list after tools/list_changed runs, it resolves when that is done."""
-        if self._status != "connected":
+        if self._status not in UP:
             return resolved([])
         return then(self._tools_future, lambda _: copy.deepcopy(self._tools))
 
@@ -368,43 +320,105 @@ class McpServer:
             # a re-list finds the same problems again: say each once
             self.warnings.extend(w for w in warnings if w not in self.warnings)
 
-    def call_tool_f(self, name: str, arguments: dict | None = None, *,
+    def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None,
                     on_progress: ProgressCallback | None = None,
                     raise_on_error: bool | None = None) -> Future:
         """Call a tool by its prefixed (or original) name; a future of the result, a
-        :class:`~raider_sync.ToolResult` (a dict).
+        :class:`~raider_sync.ToolResult` (a dict). Returns at once: the request is sent on a
+        thread of the session.
 
-        The future fails with NotConnected, UnknownTool, McpError (a JSON-RPC error answer),
+        ``arguments``: a dict, or a JSON string of an object (as model APIs give them).
+        The future fails with InvalidArgument (other arguments, a timeout that is not
+        positive), NotConnected, UnknownTool, McpError (a JSON-RPC error answer),
         ConnectionClosed (the server went away) or ToolTimeout (after ``timeout`` s, default
         :attr:`call_timeout`, the call is cancelled on the server); with ToolError for an
-        error result when ``raise_on_error`` (default: the server's option) is true.
-        ``on_progress(progress, total, message)`` receives the server's progress notifications.
+        error result when ``raise_on_error`` (default: the server's option) is true. A call
+        made while the server starts (or restarts) waits for it within the same ``timeout``;
+        a failed server with a restart policy is restarted when a restart is due.
+        ``on_progress(progress, total, message)`` receives the server's progress
+        notifications.
         """
-        session = self._session
-        if self._status != "connected" or session is None:
-            return failed(self._not_connected())
-        original = self._original.get(name)
-        if original is None and name in self._original.values():
-            original = name
-        if original is None:
-            return failed(UnknownTool(f"MCP server {self.name!r} has no tool {name!r}"))
-        seconds = timeout if timeout is not None else self.call_timeout
-        raising = self.raise_on_error if raise_on_error is None else raise_on_error
-        return session.request_f(
-            "tools/call", {"name": original, "arguments": dict(arguments or {})},
-            timeout=seconds, on_progress=on_progress, timeout_error=ToolTimeout,
-            timeout_message=f"MCP tool call timed out after {seconds:g} s",
-            transform=lambda result: self._shape_result(result, name, original, raising))
+        return self._call_tool_f(name, arguments, timeout, on_progress, raise_on_error,
+                                 inline=False)
 
-    def call_tool(self, name: str, arguments: dict | None = None, *,
+    def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None,
                   on_progress: ProgressCallback | None = None,
                   raise_on_error: bool | None = None) -> dict:
-        """Blocking :meth:`call_tool_f`: the result, or the future's exception raised."""
-        future = self.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
-                                  raise_on_error=raise_on_error)
-        return wait_bounded(future, timeout if timeout is not None else self.call_timeout)
+        """Blocking :meth:`call_tool_f`: the result dict, or the future's exception raised
+        (the request is sent on this thread). An interrupt (KeyboardInterrupt) while it
+        waits cancels the call on the server (``notifications/cancelled``) and propagates;
+        the server stays usable."""
+        bound = seconds(timeout, self.call_timeout)
+        return self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
+                                            inline=True), bound)
+
+    def _call_tool_f(self, name: str, arguments: Any, timeout: float | None,
+                     on_progress: ProgressCallback | None, raise_on_error: bool | None,
+                     inline: bool) -> Future:
+        try:
+            arguments = tool_arguments(arguments, name)
+            bound = seconds(timeout, self.call_timeout)
+        except RaiderError as exc:
+            return failed(exc)
+        raising = self.raise_on_error if raise_on_error is None else raise_on_error
+
+        def call(left: float, inline: bool) -> Future:
+            session = self._session
+            if self._status not in UP or session is None:
+                return failed(self._not_connected())
+            original = self._original.get(name)
+            if original is None and name in self._original.values():
+                original = name
+            if original is None:
+                return failed(UnknownTool(unknown_tool_message(
+                    f"MCP server {self.name!r} has no tool {name!r}", name, self.tool_names)))
+            return session.request_f(
+                "tools/call", {"name": original, "arguments": arguments},
+                timeout=left, on_progress=on_progress, timeout_error=ToolTimeout,
+                timeout_message=f"MCP tool call timed out after {bound:g} s",
+                transform=lambda result: self._shape_result(result, name, original, raising),
+                inline=inline)
+
+        return self._when_up_f(bound, call, inline, ToolTimeout, "MCP tool call")
+
+    def _when_up_f(self, timeout: float, send: Callable[[float, bool], Future], inline: bool,
+                   timeout_error: type[RequestTimeout] = RequestTimeout,
+                   what: str = "the request") -> Future:
+        """``send(seconds_left, inline)`` now when connected; after the start when starting
+        (a due restart of a failed server begins first); else a future failed with
+        NotConnected."""
+        why = self._maybe_restart() if self._status == "failed" else ""
+        with self._lock:
+            status, start = self._status, self._start_future
+            waits = self._waits() if status == "starting" else None
+        if status in UP:
+            return send(timeout, inline)
+        if status != "starting" or start is None or waits is None:
+            return failed(self._not_connected(why))
+
+        def after_start(left: float) -> Future:
+            return send(left, False) if self._status in UP else failed(self._not_connected())
+
+        return when_started(start, timeout, after_start, waits, lambda: timeout_error(
+            f"{what} timed out after {timeout:g} s: MCP server {self.name!r} was still "
+            f"starting"))
+
+    def _waits(self) -> Deadlines:
+        """The timer of calls waiting for a start (the lock is held)."""
+        if self._start_waits is None:
+            self._start_waits = Deadlines(f"{self.key}-start-waits")
+        return self._start_waits
+
+    def _wait(self, future: Future, timeout: float) -> Any:
+        """The future's result, bounded; an interrupt cancels what the future stands for."""
+        try:
+            return wait_bounded(future, timeout)
+        except BaseException:
+            if not future.done():
+                future.cancel()  # a request sends notifications/cancelled
+            raise
 
     def _shape_result(self, result: Any, name: str = "", original: str = "",
                       raising: bool = False) -> dict:
@@ -420,117 +434,6 @@ class McpServer:
         """The content blocks with their text held to :attr:`max_output_tokens` (see
         :func:`raider_sync.content.limit_content`)."""
         return limit_content(content, is_error, max_output_tokens=self.max_output_tokens)
-
-    # -- prompts and resources -----------------------------------------------------------
-
-    @property
-    def has_prompts(self) -> bool:
-        return self._status == "connected" and "prompts" in self.capabilities
-
-    @property
-    def has_resources(self) -> bool:
-        return self._status == "connected" and "resources" in self.capabilities
-
-    def list_prompts_f(self) -> Future:
-        """A future of the server's prompts, listed on first use and again after
-        prompts/list_changed. Empty unless connected; a failing prompts/list is empty."""
-        if not self.has_prompts:
-            return resolved([])
-        return self._cached_list("prompts/list", "prompts", lambda items: items)
-
-    def list_prompts(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_prompts_f(), timeout or self.call_timeout)
-
-    def get_prompt_f(self, name: str, arguments: dict | None = None, *,
-                     timeout: float | None = None) -> Future:
-        """A future of prompts/get's result ({description, messages}); the call timeout holds."""
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = {k: str(v) for k, v in arguments.items()}
-        return self._request_f("prompts/get", params, timeout)
-
-    def get_prompt(self, name: str, arguments: dict | None = None, *,
-                   timeout: float | None = None) -> dict:
-        return wait_bounded(self.get_prompt_f(name, arguments, timeout=timeout),
-                            timeout or self.call_timeout)
-
-    def list_resources_f(self) -> Future:
-        """A future of the server's resources, cached like the prompts; ``ui://`` resources
-        and those of type text/html;profile=mcp-app are left out."""
-        if not self.has_resources:
-            return resolved([])
-        return self._cached_list("resources/list", "resources", visible_resources)
-
-    def list_resources(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_resources_f(), timeout or self.call_timeout)
-
-    def list_resource_templates_f(self) -> Future:
-        """A future of the server's resource templates (resources/templates/list), cached."""
-        if not self.has_resources:
-            return resolved([])
-        return self._cached_list("resources/templates/list", "resourceTemplates", lambda i: i)
-
-    def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_resource_templates_f(), timeout or self.call_timeout)
-
-    def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
-        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``."""
-        return then(self._request_f("resources/read", {"uri": uri}, timeout),
-                    lambda result: list(result.get("contents") or []))
-
-    def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.read_resource_f(uri, timeout=timeout), timeout or self.call_timeout)
-
-    def ping(self, timeout: float = 10.0) -> None:
-        """Send ``ping``; raises when the server does not answer within ``timeout`` s."""
-        wait_bounded(self._request_f("ping", None, timeout), timeout)
-
-    def _request_f(self, method: str, params: dict | None, timeout: float | None) -> Future:
-        session = self._session
-        if self._status != "connected" or session is None:
-            return failed(self._not_connected())
-        seconds = timeout if timeout is not None else self.call_timeout
-        return session.request_f(method, params, timeout=seconds)
-
-    def _cached_list(self, method: str, field: str, shape: Callable[[list], list]) -> Future:
-        with self._lock:
-            future = self._lists.get(method)
-            if future is None:
-                future = self._lists[method] = self._background_f(
-                    lambda: shape(self._fetch_all(method, field, self.call_timeout)),
-                    fallback=None, what=method)
-                future.add_done_callback(lambda done: self._forget_failed(method, done))
-        return then(future, lambda items: copy.deepcopy(items or []))
-
-    def _forget_failed(self, method: str, future: Future) -> None:
-        """A failed list answers [] once; it is not cached, so the next call asks again."""
-        if future.result() is None:
-            with self._lock:
-                if self._lists.get(method) is future:
-                    del self._lists[method]
-
-    def _fetch_all(self, method: str, field: str, timeout: float,
-                   timeout_message: str | None = None) -> list[dict]:
-        """Every page of a paginated list, within ``timeout`` s in all."""
-        def request(params: dict | None, seconds: float) -> dict:
-            session = self._session
-            if session is None:
-                raise self._not_connected()
-            return session.request(method, params, timeout=seconds,
-                                   timeout_message=timeout_message)
-        return fetch_all_pages(request, field, timeout)
-
-    def _background_f(self, fn: Callable[[], Any], *, fallback: Any, what: str) -> Future:
-        def run() -> Any:
-            try:
-                return fn()
-            except Exception as exc:  # noqa: BLE001 - a failing list is an empty one
-                self.log.warning("%s: %s failed: %s", self.name, what, exc)
-                return fallback
-        try:
-            return self._background.submit(run)
-        except RuntimeError:
-            return resolved(fallback)
 
     # -- what the server sends -----------------------------------------------------------
 
@@ -595,97 +498,11 @@ class McpServer:
         if not future.done():
             future.set_result(None)
 
-    def _connection_lost(self, error: BaseException) -> None:
-        with self._lock:
-            # while starting, the start thread fails on it itself (its request fails, or it
-            # finds session.closed_error), so "failed" is said once
-            if self._status != "connected":
-                return
-        self._close_connection(error, grace=False)
-        self._set_status("failed", str(error))
-
-    # -- stop ----------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        """Stop the server: pending calls fail at once; a stdio process gets its stdin closed,
-        then SIGTERM, then SIGKILL, ``kill_grace`` s apart. Status stopped. Safe to repeat."""
-        self._shutdown(grace=True)
-
-    def stop_f(self) -> Future:
-        """:meth:`stop` in the background; a future of None."""
-        return run_in_thread(self.stop, f"raider-{self.key}-stop")
-
-    def kill_now(self) -> None:
-        """Kill a stdio process at once (SIGKILL to its group); status stopped."""
-        self._shutdown(grace=False)
-
-    def _shutdown(self, grace: bool) -> None:
-        with self._lock:
-            already = self._status == "stopped"
-            if not already:
-                self._status_changed_to("stopped", self._reason if self._status == "failed"
-                                        else "stopped by the client")
-            start_thread = self._start_thread
-        if not already:
-            self._notify_status()
-        self._close_connection(ConnectionClosed(f"MCP server {self.name!r} was stopped"),
-                               grace=grace)
-        if start_thread is not None and start_thread is not threading.current_thread():
-            start_thread.join(self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5)
-        in_background = threading.current_thread().name.startswith(f"raider-{self.key}-relist")
-        self._background.shutdown(wait=not in_background, cancel_futures=True)
-        with self._lock:
-            if not self._tools_future.done():
-                self._tools_future.set_result(None)
-        _live.discard(self)
-
-    def _close_connection(self, error: BaseException, *, grace: bool) -> None:
-        with self._lock:
-            session, transport = self._session, self._transport
-            self._session = None
-            if self._transport_claimed:
-                transport = None  # another thread is closing it: waiting here could deadlock
-            elif transport is not None:
-                self._transport_claimed = True
-        if session is not None:  # pending calls fail now, not after the grace periods
-            session.close(error, wait=False)
-        if transport is not None:
-            transport.close() if grace else transport.kill_now()
-        if session is not None:  # joined once the transport can no longer block a handler
-            session.close(error)
-
-    # -- status --------------------------------------------------------------------------
-
-    def _set_status(self, status: str, reason: str | None = None,
-                    only_from: str | None = None) -> None:
-        with self._lock:
-            if only_from is not None and self._status != only_from:
-                return
-            if self._status == "stopped":
-                return
-            self._status_changed_to(status, reason)
-        self._notify_status()
-
-    def _status_changed_to(self, status: str, reason: str | None) -> None:
-        self._status = status
-        if reason is not None or status in ("starting", "connected"):
-            self._reason = reason
-
-    def _notify_status(self) -> None:
-        if self.on_status is not None:
-            try:
-                self.on_status(self)
-            except Exception:  # noqa: BLE001
-                self.log.exception("on_status failed")
-
-    def _not_connected(self) -> NotConnected:
-        why = f": {self._reason}" if self._reason else ""
-        return NotConnected(f"MCP server {self.name!r} is not connected ({self._status}{why})")
 
 
 def _stop_forgotten_servers() -> None:
     """Kill the processes of servers a program forgot to stop."""
-    for server in list(_live):
+    for server in list(live):
         try:
             server.kill_now()
         except Exception:  # noqa: BLE001

@@ -331,13 +331,20 @@ def test_a_program_that_forgets_stop_exits_without_waiting_for_a_pending_call(fa
         "s = McpServer(spec)\n"
         "s.start_f().result(10)\n"
         "print(s.status, flush=True)\n"
-        "s.call_tool_f('endless', {}, timeout=60)\n")
+        "s.call_tool_f('endless', {}, timeout=60)\n"
+        "input()\n")  # the test says when the call has reached the server
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=30)
-    assert done.stdout.strip() == "connected", done.stderr
-    poll(lambda: any(m == "POST" and b.get("method") == "tools/call"
-                     for m, _p, _h, b in server.seen), what="the call reached the server")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        poll(lambda: any(m == "POST" and b.get("method") == "tools/call"
+                         for m, _p, _h, b in server.seen), 20, "the call reached the server")
+        out, err = proc.communicate("go\n", timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert out.strip() == "connected", err
     assert time.monotonic() - started < 15
 
 

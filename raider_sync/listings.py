@@ -1,0 +1,153 @@
+"""Prompts, resources and ping: the requests of :class:`~raider_sync.McpServer` other than
+tool calls (a part of it: the attributes are made by its ``__init__``).
+
+Lists are fetched on first use, every page, and cached until the server announces a change;
+a failing list is empty and not cached. Every blocking method waits on its ``*_f`` twin.
+"""
+from __future__ import annotations
+
+import copy
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from .calls import seconds, tool_arguments
+from .content import visible_resources
+from .errors import RaiderError, RequestTimeout
+from .futures import failed, resolved, then, wait_bounded
+from .lifecycle import UP
+from .protocol import fetch_all_pages
+
+
+class Listings:
+    """The prompts, resources and ping of a server."""
+
+    @property
+    def has_prompts(self) -> bool:
+        return self._status in UP and "prompts" in self.capabilities
+
+    @property
+    def has_resources(self) -> bool:
+        return self._status in UP and "resources" in self.capabilities
+
+    def list_prompts_f(self) -> Future:
+        """A future of the server's prompts, listed on first use and again after
+        prompts/list_changed. Empty unless connected; a failing prompts/list is empty."""
+        if not self.has_prompts:
+            return resolved([])
+        return self._cached_list("prompts/list", "prompts", lambda items: items)
+
+    def list_prompts(self, timeout: float | None = None) -> list[dict]:
+        return wait_bounded(self.list_prompts_f(), timeout or self.call_timeout)
+
+    def get_prompt_f(self, name: str, arguments: dict | None = None, *,
+                     timeout: float | None = None) -> Future:
+        """A future of prompts/get's result ({description, messages}); ``timeout`` (s,
+        default the call timeout) bounds it, and the request is cancelled then."""
+        try:
+            arguments = tool_arguments(arguments, name)
+        except RaiderError as exc:
+            return failed(exc)
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = {k: str(v) for k, v in arguments.items()}
+        return self._request_f("prompts/get", params, timeout)
+
+    def get_prompt(self, name: str, arguments: dict | None = None, *,
+                   timeout: float | None = None) -> dict:
+        """Blocking :meth:`get_prompt_f`; raises RequestTimeout after ``timeout`` s."""
+        return self._wait(self.get_prompt_f(name, arguments, timeout=timeout),
+                          seconds(timeout, self.call_timeout))
+
+    def list_resources_f(self) -> Future:
+        """A future of the server's resources, cached like the prompts; ``ui://`` resources
+        and those of type text/html;profile=mcp-app are left out."""
+        if not self.has_resources:
+            return resolved([])
+        return self._cached_list("resources/list", "resources", visible_resources)
+
+    def list_resources(self, timeout: float | None = None) -> list[dict]:
+        return wait_bounded(self.list_resources_f(), timeout or self.call_timeout)
+
+    def list_resource_templates_f(self) -> Future:
+        """A future of the server's resource templates (resources/templates/list), cached."""
+        if not self.has_resources:
+            return resolved([])
+        return self._cached_list("resources/templates/list", "resourceTemplates", lambda i: i)
+
+    def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
+        return wait_bounded(self.list_resource_templates_f(), timeout or self.call_timeout)
+
+    def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
+        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``."""
+        return then(self._request_f("resources/read", {"uri": uri}, timeout),
+                    lambda result: list(result.get("contents") or []))
+
+    def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
+        return self._wait(self.read_resource_f(uri, timeout=timeout),
+                          seconds(timeout, self.call_timeout))
+
+    def _cached_list(self, method: str, field: str, shape: Callable[[list], list]) -> Future:
+        with self._lock:
+            future = self._lists.get(method)
+            if future is None:
+                future = self._lists[method] = self._background_f(
+                    lambda: shape(self._fetch_all(method, field, self.call_timeout)),
+                    fallback=None, what=method)
+                future.add_done_callback(lambda done: self._forget_failed(method, done))
+        return then(future, lambda items: copy.deepcopy(items or []))
+
+    def _forget_failed(self, method: str, future: Future) -> None:
+        """A failed list answers [] once; it is not cached, so the next call asks again."""
+        if future.result() is None:
+            with self._lock:
+                if self._lists.get(method) is future:
+                    del self._lists[method]
+
+    def _fetch_all(self, method: str, field: str, timeout: float,
+                   timeout_message: str | None = None) -> list[dict]:
+        """Every page of a paginated list, within ``timeout`` s in all."""
+        def request(params: dict | None, seconds: float) -> dict:
+            session = self._session
+            if session is None:
+                raise self._not_connected()
+            return session.request(method, params, timeout=seconds,
+                                   timeout_message=timeout_message)
+        return fetch_all_pages(request, field, timeout)
+
+    def _background_f(self, fn: Callable[[], Any], *, fallback: Any, what: str) -> Future:
+        def run() -> Any:
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - a failing list is an empty one
+                self.log.warning("%s: %s failed: %s", self.name, what, exc)
+                return fallback
+        try:
+            return self._background.submit(run)
+        except RuntimeError:
+            return resolved(fallback)
+
+    def ping(self, timeout: float = 10.0) -> None:
+        """Send ``ping``; raises when the server does not answer within ``timeout`` s. The
+        outcome shows in :attr:`status`: unanswered, a connected server reads ``degraded``;
+        answered, a degraded one reads ``connected`` again."""
+        bound = seconds(timeout, 10.0)
+        try:
+            self._wait(self._request_f("ping", None, bound, inline=True), bound)
+        except RequestTimeout as exc:
+            self._degraded(f"ping: {exc}")
+            raise
+
+    def _request_f(self, method: str, params: dict | None, timeout: float | None, *,
+                   inline: bool = False) -> Future:
+        try:
+            bound = seconds(timeout, self.call_timeout)
+        except RaiderError as exc:
+            return failed(exc)
+
+        def send(left: float, inline: bool) -> Future:
+            session = self._session
+            if self._status not in UP or session is None:
+                return failed(self._not_connected())
+            return session.request_f(method, params, timeout=left, inline=inline)
+
+        return self._when_up_f(bound, send, inline, what=method)
