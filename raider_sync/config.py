@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Literal, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -137,6 +137,8 @@ class ServerSpec(BaseModel):
     ``timeout`` is the call timeout in milliseconds (Claude Code's per-server ``timeout``);
     ``max_message_size`` (``maxMessageSize``) the bound in bytes on one received message.
     ``plugin_root``/``plugin_data`` mark a plugin's server (named ``plugin:NAME:SERVER``).
+    ``allowed_tools``/``disabled_tools`` (``allowedTools``/``disabledTools``) are tool names
+    or globs that narrow the tools offered (see :mod:`raider_sync.filters`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -156,6 +158,10 @@ class ServerSpec(BaseModel):
     plugin_data: Optional[str] = Field(default=None, alias="pluginData")
     project_dir: Optional[str] = Field(default=None, alias="projectDir")
     oauth: Optional[OAuthSettings] = None
+    allowed_tools: Optional[list[Annotated[str, Field(min_length=1)]]] = Field(
+        default=None, alias="allowedTools")
+    disabled_tools: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, alias="disabledTools")
 
     @model_validator(mode="before")
     @classmethod

@@ -76,7 +76,11 @@ class Session:
     ``handle_request(method, params)`` answers the peer's requests (return the result, raise
     :class:`McpError` or :class:`MethodNotFound`); ``handle_notification(method, params)`` takes
     its notifications; ``on_close(error)`` is told once when the transport ends.
+    ``observe(method, params, request_id)``, when set, is called for each request before it
+    is sent (it may add to ``params``) and returns a callback for the request's future.
     """
+
+    observe: Optional[Callable[[str, dict, Any], Callable[[Future], None]]] = None
 
     def __init__(self, transport, *, name: str,
                  handle_request: RequestHandler | None = None,
@@ -165,6 +169,8 @@ class Session:
         params = dict(params or {})
         if on_progress is not None:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
+        if self.observe is not None:  # telemetry: a span, and its context in params._meta
+            future.add_done_callback(self.observe(method, params, request_id))
         deadline = time.monotonic() + timeout
         entry = _Pending(future, method, timeout, timeout_message, timeout_error,
                          cancellable, on_progress, transform)

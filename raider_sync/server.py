@@ -30,19 +30,16 @@ from .errors import (ConfigError, ConnectionClosed, ConsentRequired, McpError, N
 from .futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
 from .results import ToolResult
+from .surface import LogCallback, ResourceCallback, ServerSurface
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error, fetch_all_pages)
 from .transports import open_transport
 
-_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
-               "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
-               "alert": logging.CRITICAL, "emergency": logging.CRITICAL}
-
 _live: "weakref.WeakSet[McpServer]" = weakref.WeakSet()
 
 
-class McpServer:
+class McpServer(ServerSurface):
     """The client of one configured MCP server: stdio, Streamable HTTP or legacy HTTP+SSE.
 
     Options as the seed names them: ``startup_timeout_ms`` (default MCP_TIMEOUT, else 30000),
@@ -55,7 +52,10 @@ class McpServer:
     ``auth``: an :class:`~raider_sync.auth.OAuth` (or ``fn(spec) -> OAuth``) for an HTTP
     server behind OAuth (default: one made from the entry's ``oauth`` block, which runs only
     when the server asks). A server that needs a person to authorize and has no consent
-    handler ends its start with status ``needs-auth``.
+    handler ends its start with status ``needs-auth``;
+    ``allowed_tools``/``disabled_tools`` (names or globs, narrowing the spec's own),
+    ``on_log(server, level, logger, data)``, ``on_resource_updated(server, uri)`` and
+    ``telemetry`` (see :mod:`raider_sync.surface` and :mod:`raider_sync.telemetry`).
     Thread-safe: any number of threads may call one server.
     """
 
@@ -70,7 +70,10 @@ class McpServer:
                  client_info: dict | None = None, roots: Roots | None = None,
                  on_sampling: Handler | None = None, on_elicitation: Handler | None = None,
                  max_message_size: int | None = None, raise_on_error: bool = False,
-                 auth: Any = None):
+                 auth: Any = None,
+                 allowed_tools: list[str] | None = None, disabled_tools: list[str] | None = None,
+                 on_log: LogCallback | None = None,
+                 on_resource_updated: ResourceCallback | None = None, telemetry: Any = None):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -94,6 +97,9 @@ class McpServer:
         self.client_handlers = ClientCapabilities(roots=roots, on_sampling=on_sampling,
                                                   on_elicitation=on_elicitation)
         self.log = logging.getLogger(f"raider_sync.server.{spec.key}")
+        self._init_surface(allowed_tools=allowed_tools, disabled_tools=disabled_tools,
+                           on_log=on_log, on_resource_updated=on_resource_updated,
+                           telemetry=telemetry)
 
         self._lock = threading.RLock()
         self._status = "configured"
@@ -215,11 +221,11 @@ class McpServer:
         timeout = self.startup_timeout_ms / 1000
         self._set_status("starting")
         try:
-            transport = open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
-                                       max_message_size=self.max_message_size, auth=self.auth)
+            transport = self._open_transport()
             session = Session(transport, name=self.key, handle_request=self._handle_request,
                               handle_notification=self._handle_notification,
                               on_close=self._connection_lost)
+            session.observe = self._observer
             with self._lock:
                 if self._status == "stopped":
                     raise NotConnected("stopped while starting")
@@ -249,6 +255,11 @@ class McpServer:
                     self._set_status("failed", reason)
         finally:
             self._start_future.set_result(self)  # type: ignore[union-attr]
+
+    def _open_transport(self):
+        """The transport of the spec, not yet started."""
+        return open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
+                              max_message_size=self.max_message_size, auth=self.auth)
 
     def _handshake(self, session: Session, deadline: Deadline,
                    timeout_message: str | None = None) -> None:
@@ -344,11 +355,15 @@ class McpServer:
         original: dict[str, str] = {}
         output_schemas: dict[str, dict] = {}
         warnings: list[str] = []
+        filtered: list[str] = []
         for tool in tools:
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 warnings.append(f"a tool without a name was dropped: {str(tool)[:100]}")
                 continue
             prefixed = tool_name(self.key, tool["name"])
+            if not self.tool_filter.allows(tool["name"], prefixed):
+                filtered.append(tool["name"])  # allowedTools/disabledTools: not offered
+                continue
             if prefixed in original:
                 warnings.append(
                     f"tool {tool['name']!r} dropped: its name {prefixed} collides with "
@@ -365,6 +380,7 @@ class McpServer:
                 self._tools_set = asked
             self._tools, self._original = listed, original
             self._output_schemas = output_schemas
+            self.filtered_tools = filtered
             # a re-list finds the same problems again: say each once
             self.warnings.extend(w for w in warnings if w not in self.warnings)
 
@@ -550,9 +566,9 @@ class McpServer:
                 self._lists.pop("resources/list", None)
                 self._lists.pop("resources/templates/list", None)
         elif method == "notifications/message":
-            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
-            self.log.log(level, "%s%s", f"[{params['logger']}] " if params.get("logger") else "",
-                         params.get("data"))
+            self._on_server_log(params)
+        elif method == "notifications/resources/updated":
+            self._on_resource_updated(params)
 
     def _tools_changed(self) -> None:
         # the re-list is under way before on_tools_changed runs, so a list_tools() it (or
