@@ -65,6 +65,10 @@ class Telemetry:
             raise ConfigError("telemetry: opentelemetry-api is not installed "
                               "(pip install 'raider_sync[otel]')")
         self.capture_content = capture_content
+        self.global_providers = tracer_provider is None and meter_provider is None
+        if self.global_providers:  # providers named by OTEL_PYTHON_* variables load now
+            _trace.get_tracer_provider()
+            _metrics.get_meter_provider()
         self.tracer = _trace.get_tracer("raider_sync", __version__,
                                         tracer_provider=tracer_provider)
         meter = _metrics.get_meter("raider_sync", __version__, meter_provider=meter_provider)
@@ -96,7 +100,13 @@ class Telemetry:
                 request_id: Any) -> Callable[[Future], None]:
         """Start the span of one request of ``server`` and put its context in
         ``params["_meta"]`` (changed in place); returns the callback that ends the span and
-        records the duration when the request's future is done."""
+        records the duration when the request's future is done.
+
+        While the global providers are the API's placeholders (no SDK configured), no span
+        is made: only a context the application already carries is passed on."""
+        if self.global_providers and _nothing_configured():
+            _pass_on(params)
+            return _ignore
         started = time.monotonic()
         attributes = _request_attributes(server, method, params)
         key = _TARGETS.get(method)
@@ -158,6 +168,23 @@ def _default() -> Telemetry:
     if _DEFAULT is None:
         _DEFAULT = Telemetry()  # the global providers, looked up lazily by the API's proxies
     return _DEFAULT
+
+
+def _nothing_configured() -> bool:
+    """Whether neither global provider has been set: read from where the API keeps them
+    (asking get_tracer_provider() reads the environment each time); should the API keep
+    them elsewhere, this says False and every request takes the full path."""
+    return (getattr(_trace, "_TRACER_PROVIDER", False) is None
+            and getattr(getattr(_metrics, "_internal", None), "_METER_PROVIDER", False) is None)
+
+
+def _pass_on(params: dict) -> None:
+    """Put the current trace context in ``params["_meta"]``, if there is one."""
+    if _trace.get_current_span().get_span_context().is_valid:
+        meta = params.get("_meta")
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        _propagate.inject(meta)
+        params["_meta"] = meta
 
 
 def _request_attributes(server: Any, method: str, params: dict) -> dict:

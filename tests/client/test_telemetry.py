@@ -151,3 +151,20 @@ def test_without_opentelemetry_installed_nothing_is_imported_or_observed():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_with_no_sdk_configured_no_span_is_made_but_a_carried_context_passes_on(everything_spec):
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, use_span
+    probe = McpServer(everything_spec, telemetry=False)
+    default = Telemetry()  # the global providers, which no test configures
+    params = {"name": "echo"}
+    finish = default.observe(probe, "tools/call", params, 1)
+    assert "_meta" not in params
+    finish(None)  # the shared no-op: it never looks at the future
+    carried = SpanContext(0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B7, is_remote=True,
+                          trace_flags=TraceFlags(1))
+    with use_span(NonRecordingSpan(carried)):
+        params = {"name": "echo", "_meta": {"progressToken": 7}}
+        default.observe(probe, "tools/call", params, 2)
+    assert params["_meta"] == {"progressToken": 7, "traceparent":
+                               "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
