@@ -22,8 +22,8 @@ from raider_sync.telemetry import Telemetry
 
 from .common import ms, p50, stdio_servers, table, timed
 
-ROUNDS = 20
-CALLS = 50      # per setting and round
+ROUNDS = 100
+CALLS = 10      # per setting and round: short, so a round sees one load
 WARMUP = 50
 OBSERVED = 20000
 ARGS = {"message": "hello"}
@@ -89,22 +89,21 @@ def observer_cost() -> dict[str, float]:
 
 def main() -> None:
     label, command = stdio_servers()[0]
-    recording, exporter, meter_provider, tracer_provider = _recording()
     server = McpServer(_spec(command), kill_grace=1, telemetry=False)
-    try:
-        server.initialize()
+    with server:
         assert server.status == "connected", server.reason
         for _ in range(WARMUP):
             server.call_tool("mcp__bench__echo", ARGS)
         # the SDK's garbage would slow whichever setting follows it: it is measured apart
         quiet = call_latency(server, {"off": None, "off, again": None,
                                       "API, no SDK": Telemetry().observer(server)})
-        recorded = call_latency(server, {"off": None,
-                                         "SDK recording": recording.observer(server)})
-    finally:
-        server.stop()
-        meter_provider.shutdown()
-        tracer_provider.shutdown()
+        recording, exporter, meter_provider, tracer_provider = _recording()
+        try:
+            recorded = call_latency(server, {"off": None,
+                                             "SDK recording": recording.observer(server)})
+        finally:
+            meter_provider.shutdown()
+            tracer_provider.shutdown()
     costs = observer_cost()
     alone = {"off": "none: one None check", "off, again": "(the noise floor)",
              **{name: f"{cost * 1e6:8.1f} us" for name, cost in costs.items()}}

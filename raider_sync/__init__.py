@@ -13,7 +13,9 @@ from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
 from .results import ToolResult  # noqa: E402
 from .server import McpServer  # noqa: E402
+from .budget import ToolBudget  # noqa: E402
 from .shell import BashTools, Tasks  # noqa: E402
+from .telemetry import Telemetry  # noqa: E402
 from .toolserver import ToolServer  # noqa: E402
 
 __all__ = [
@@ -35,6 +37,8 @@ __all__ = [
     "ServerSpec",
     "StructuredContentError",
     "Tasks",
+    "Telemetry",
+    "ToolBudget",
     "ToolError",
     "ToolResult",
     "ToolServer",
