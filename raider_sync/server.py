@@ -297,6 +297,7 @@ class McpServer(ServerSurface):
         # not on this thread: it is inside the transport's renewal, which the re-list (and so
         # a list_tools() in the callback) waits for
         session.run_in_order(self._call_on_tools_changed)
+        session.run_in_order(self._resubscribe)  # the new session has no subscriptions
 
     def _startup_timeout_message(self) -> str:
         return f"startup timed out after {self.startup_timeout_ms / 1000:g} s (MCP_TIMEOUT)"

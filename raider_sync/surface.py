@@ -116,8 +116,9 @@ class ServerSurface:
     def subscribe_f(self, uri: str, *, timeout: float | None = None) -> Future:
         """Subscribe to changes of the resource ``uri`` (``resources/subscribe``); a future
         of None. The server's ``notifications/resources/updated`` for it then reach
-        ``on_resource_updated(server, uri)``. The future fails with McpError when the server
-        does not offer subscriptions."""
+        ``on_resource_updated(server, uri)``; a new HTTP session (after the server forgot
+        the old one) subscribes again. The future fails with McpError when the server does
+        not offer subscriptions."""
         if not isinstance(uri, str) or not uri:
             raise ConfigError("uri: expected a non-empty string")
         refused = self._lacks("resources", "resource subscriptions", "subscribe")
@@ -143,6 +144,15 @@ class ServerSurface:
     def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`unsubscribe_f`."""
         wait_bounded(self.unsubscribe_f(uri, timeout=timeout), timeout or self.call_timeout)
+
+    def _resubscribe(self) -> None:
+        """Subscribe again to every URI, in a new session that knows none of them (after a
+        Streamable HTTP server forgot the old one). Failures are logged."""
+        def logged(uri: str, done: Future) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                self.log.warning("subscribing again to %s failed: %s", uri, done.exception())
+        for uri in self.subscriptions:
+            self.subscribe_f(uri).add_done_callback(lambda done, uri=uri: logged(uri, done))
 
     def _on_resource_updated(self, params: dict) -> None:
         uri = params.get("uri")

@@ -146,3 +146,21 @@ def test_a_hub_filters_every_server_and_reports_their_budget(everything_spec, ev
     assert set(budget.tools) == set(names) and budget.servers == {"everything": budget.total}
     assert 0 < budget.total < full.total and full.servers["everything"] == full.total
     assert {t["server"] for t in templates} == {"everything"} and len(templates) == 2
+
+
+def test_subscriptions_survive_a_new_http_session(everything_js):
+    from fakes.http_peers import HttpPeer
+    peer = HttpPeer.everything().start()
+    updates: list[str] = []
+    server = McpServer(peer.spec("peer"), on_resource_updated=lambda srv, uri: updates.append(uri))
+    try:
+        server.initialize(WAIT)
+        assert server.status == "connected", server.reason
+        server.subscribe(DOC)
+        peer.restart()  # the new process knows neither the session nor the subscription
+        server.call_tool("mcp__peer__toggle-subscriber-updates", {}, timeout=WAIT)
+        poll(lambda: DOC in updates, WAIT, "an update after the session was renewed")
+        server.call_tool("mcp__peer__toggle-subscriber-updates", {}, timeout=WAIT)
+    finally:
+        server.stop()
+        peer.close()
