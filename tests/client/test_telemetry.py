@@ -168,3 +168,20 @@ def test_with_no_sdk_configured_no_span_is_made_but_a_carried_context_passes_on(
         default.observe(probe, "tools/call", params, 2)
     assert params["_meta"] == {"progressToken": 7, "traceparent":
                                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+
+
+def test_over_streamable_http_the_session_and_address_are_recorded(everything_js, otel):
+    from fakes.http_peers import HttpPeer
+    peer = HttpPeer.everything().start()
+    try:
+        with McpServer(peer.spec("peer"), kill_grace=0.3, telemetry=otel()) as server:
+            server.call_tool("mcp__peer__echo", {"message": "hi"})
+            session_id = server._transport.session_id
+    finally:
+        peer.close()
+    [echo] = spans_named(otel.exporter, "tools/call echo")
+    assert session_id and echo.attributes["mcp.session.id"] == session_id
+    assert echo.attributes["network.transport"] == "tcp"
+    assert echo.attributes["network.protocol.name"] == "http"
+    assert echo.attributes["server.address"] == "127.0.0.1"
+    assert echo.attributes["server.port"] == int(peer.spec("peer").url.split(":")[2].split("/")[0])
