@@ -12,7 +12,7 @@ Attributes: ``mcp.method.name``, ``jsonrpc.request.id``, ``mcp.session.id`` (Str
 HTTP), ``mcp.protocol.version``, ``network.transport`` (``pipe`` for stdio, ``tcp`` for HTTP),
 ``network.protocol.name``, ``server.address``/``server.port``, ``gen_ai.operation.name`` and
 ``gen_ai.tool.name`` (tools/call), ``gen_ai.prompt.name`` (prompts/get), ``mcp.resource.uri``
-(resources/*), and on failure ``error.type``: the JSON-RPC error code, ``tool_error`` for a
+(resource requests), and on failure ``error.type``: the JSON-RPC error code, ``tool_error`` for a
 result with ``isError``, else the exception's class name (``ToolTimeout``, ...).
 Arguments and results (``gen_ai.tool.call.arguments``/``gen_ai.tool.call.result``) are
 recorded only with ``capture_content=True``.
