@@ -30,10 +30,10 @@ from .errors import (ConfigError, ConnectionClosed, ConsentRequired, McpError, N
 from .futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
 from .results import ToolResult
-from .surface import LogCallback, ResourceCallback, ServerSurface
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error, fetch_all_pages)
+from .surface import LogCallback, ResourceCallback, ServerSurface
 from .transports import open_transport
 
 _live: "weakref.WeakSet[McpServer]" = weakref.WeakSet()

@@ -30,7 +30,7 @@ ResourceCallback = Callable[[Any, str], None]
 
 class ServerSurface:
     """Mixed into :class:`McpServer`; relies on its ``spec``, ``capabilities``, ``status``,
-    ``log``, ``call_timeout``, ``_session`` and ``_request_f``."""
+    ``log``, ``call_timeout``, ``_lock``, ``_session`` and ``_request_f``."""
 
     def _init_surface(self, *, allowed_tools: Optional[Iterable[str]],
                       disabled_tools: Optional[Iterable[str]], on_log: Optional[LogCallback],
@@ -111,7 +111,8 @@ class ServerSurface:
     @property
     def subscriptions(self) -> list[str]:
         """The resource URIs this client has subscribed to, sorted."""
-        return sorted(self._subscriptions)
+        with self._lock:
+            return sorted(self._subscriptions)
 
     def subscribe_f(self, uri: str, *, timeout: float | None = None) -> Future:
         """Subscribe to changes of the resource ``uri`` (``resources/subscribe``); a future
@@ -125,7 +126,7 @@ class ServerSurface:
         if refused is not None:
             return refused
         return then(self._request_f("resources/subscribe", {"uri": uri}, timeout),
-                    lambda _: self._subscriptions.add(uri))
+                    lambda _: self._subscribed(uri, True))
 
     def subscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`subscribe_f`."""
@@ -135,7 +136,7 @@ class ServerSurface:
         """End a subscription (``resources/unsubscribe``); a future of None."""
         if not isinstance(uri, str) or not uri:
             raise ConfigError("uri: expected a non-empty string")
-        self._subscriptions.discard(uri)
+        self._subscribed(uri, False)
         refused = self._lacks("resources", "resource subscriptions", "subscribe")
         if refused is not None:
             return refused
@@ -144,6 +145,13 @@ class ServerSurface:
     def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`unsubscribe_f`."""
         wait_bounded(self.unsubscribe_f(uri, timeout=timeout), timeout or self.call_timeout)
+
+    def _subscribed(self, uri: str, subscribed: bool) -> None:
+        with self._lock:
+            if subscribed:
+                self._subscriptions.add(uri)
+            else:
+                self._subscriptions.discard(uri)
 
     def _resubscribe(self) -> None:
         """Subscribe again to every URI, in a new session that knows none of them (after a
