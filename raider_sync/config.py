@@ -123,6 +123,15 @@ class ServerSpec(BaseModel):
     plugin_root: Optional[str] = Field(default=None, alias="pluginRoot")
     plugin_data: Optional[str] = Field(default=None, alias="pluginData")
     project_dir: Optional[str] = Field(default=None, alias="projectDir")
+    protocol: Optional[str] = None
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, value: Optional[str]) -> Optional[str]:
+        from .eras.modern import PROTOCOL_CHOICES
+        if value is not None and value not in PROTOCOL_CHOICES:
+            raise ValueError(f"must be one of {', '.join(PROTOCOL_CHOICES)}")
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -106,6 +106,9 @@ class Session:
         self._deadlines: list[tuple[float, int]] = []
         self._wake = threading.Condition(self._lock)
         self._watchdog: threading.Thread | None = None
+        #: ``stamp(method, params)``: the params every outgoing request is sent with (the
+        #: stateless revision puts its ``_meta`` in each); None sends them as given
+        self.stamp: Callable[[str, dict], dict] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -163,6 +166,8 @@ class Session:
         request_id = next(self._ids)
         future.request_id = request_id  # type: ignore[attr-defined]
         params = dict(params or {})
+        if self.stamp is not None:
+            params = self.stamp(method, params)
         if on_progress is not None:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
         deadline = time.monotonic() + timeout

@@ -23,9 +23,10 @@ STATELESS_REASON = (f"the server speaks only the stateless MCP revision {STATELE
                     f"{', '.join(KNOWN_PROTOCOL_VERSIONS)}")
 
 
-def initialize_params(capabilities: dict, client_info: dict) -> dict:
+def initialize_params(capabilities: dict, client_info: dict,
+                      version: str = CLIENT_PROTOCOL_VERSION) -> dict:
     """The params of the ``initialize`` request raider_sync sends."""
-    return {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": capabilities,
+    return {"protocolVersion": version, "capabilities": capabilities,
             "clientInfo": client_info}
 
 

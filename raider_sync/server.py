@@ -34,6 +34,7 @@ from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELE
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error, fetch_all_pages)
 from .transports import open_transport
+from .eras import era_seam
 
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
                "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
@@ -65,7 +66,9 @@ class McpServer:
                  on_tools_changed: Callable[["McpServer"], None] | None = None,
                  client_info: dict | None = None, roots: Roots | None = None,
                  on_sampling: Handler | None = None, on_elicitation: Handler | None = None,
-                 max_message_size: int | None = None, raise_on_error: bool = False):
+                 max_message_size: int | None = None, raise_on_error: bool = False,
+                 protocol: str | None = None, probe_timeout: float = era_seam.PROBE_TIMEOUT,
+                 max_input_rounds: int = era_seam.MAX_INPUT_ROUNDS):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -88,6 +91,11 @@ class McpServer:
         self.client_handlers = ClientCapabilities(roots=roots, on_sampling=on_sampling,
                                                   on_elicitation=on_elicitation)
         self.log = logging.getLogger(f"raider_sync.server.{spec.key}")
+        self.protocol = era_seam.check_choice(protocol or spec.protocol or "auto")
+        self.probe_timeout = probe_timeout
+        self.max_input_rounds = max_input_rounds
+        self.era: str | None = None  # "legacy" or "modern" once connected
+        self._era = era_seam.EraSeam(self)
 
         self._lock = threading.RLock()
         self._status = "configured"
@@ -221,7 +229,7 @@ class McpServer:
             transport.renew_session = self._renew_session  # HTTP: servers may forget sessions
             deadline = Deadline(timeout)
             session.open(timeout=deadline.left())
-            self._handshake(session, deadline)
+            self._era.open(session, deadline)
             if "tools" in self.capabilities:  # a server without tools is not asked for them
                 self._fetch_tools(deadline.left(), self._startup_timeout_message())
             with self._lock:  # one step with _connection_lost: a lost connection fails the start
@@ -232,6 +240,7 @@ class McpServer:
             if lost is not None:
                 raise lost
             if connected:
+                self._era.connected()
                 self._notify_status()
         except BaseException as exc:  # noqa: BLE001 - start_f never fails
             if self._status != "stopped":
@@ -243,11 +252,13 @@ class McpServer:
             self._start_future.set_result(self)  # type: ignore[union-attr]
 
     def _handshake(self, session: Session, deadline: Deadline,
-                   timeout_message: str | None = None) -> None:
+                   timeout_message: str | None = None,
+                   version: str = CLIENT_PROTOCOL_VERSION) -> None:
         """initialize, then notifications/initialized; raises what refuses the server."""
         try:
             result = session.request(
-                "initialize", initialize_params(self._client_capabilities(), self.client_info),
+                "initialize", initialize_params(self._client_capabilities(), self.client_info,
+                                                version),
                 timeout=deadline.left(), cancellable=False,
                 timeout_message=timeout_message or self._startup_timeout_message())
         except McpError as exc:
@@ -257,6 +268,7 @@ class McpServer:
                 raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON) from None
             raise
         self.protocol_version = check_initialize_result(result)
+        self.era = "legacy"
         self.capabilities = dict(result.get("capabilities") or {})
         self.server_info = dict(result.get("serverInfo") or {})
         self.instructions = result.get("instructions")
@@ -341,6 +353,10 @@ class McpServer:
                 warnings.append(f"a tool without a name was dropped: {str(tool)[:100]}")
                 continue
             prefixed = tool_name(self.key, tool["name"])
+            problem = self._era.check_tool(tool)
+            if problem is not None:
+                warnings.append(problem)
+                continue
             if prefixed in original:
                 warnings.append(
                     f"tool {tool['name']!r} dropped: its name {prefixed} collides with "
@@ -383,8 +399,8 @@ class McpServer:
             return failed(UnknownTool(f"MCP server {self.name!r} has no tool {name!r}"))
         seconds = timeout if timeout is not None else self.call_timeout
         raising = self.raise_on_error if raise_on_error is None else raise_on_error
-        return session.request_f(
-            "tools/call", {"name": original, "arguments": dict(arguments or {})},
+        return self._era.request_f(
+            session,             "tools/call", {"name": original, "arguments": dict(arguments or {})},
             timeout=seconds, on_progress=on_progress, timeout_error=ToolTimeout,
             timeout_message=f"MCP tool call timed out after {seconds:g} s",
             transform=lambda result: self._shape_result(result, name, original, raising))
@@ -474,15 +490,17 @@ class McpServer:
         return wait_bounded(self.read_resource_f(uri, timeout=timeout), timeout or self.call_timeout)
 
     def ping(self, timeout: float = 10.0) -> None:
-        """Send ``ping``; raises when the server does not answer within ``timeout`` s."""
-        wait_bounded(self._request_f("ping", None, timeout), timeout)
+        """Send ``ping`` (a stateless server has none: ``server/discover`` instead); raises
+        when the server does not answer within ``timeout`` s."""
+        method = "server/discover" if self.era == "modern" else "ping"
+        wait_bounded(self._request_f(method, None, timeout), timeout)
 
     def _request_f(self, method: str, params: dict | None, timeout: float | None) -> Future:
         session = self._session
         if self._status != "connected" or session is None:
             return failed(self._not_connected())
         seconds = timeout if timeout is not None else self.call_timeout
-        return session.request_f(method, params, timeout=seconds)
+        return self._era.request_f(session, method, params, timeout=seconds)
 
     def _cached_list(self, method: str, field: str, shape: Callable[[list], list]) -> Future:
         with self._lock:
@@ -532,6 +550,7 @@ class McpServer:
         return self.client_handlers.handle(method, params)
 
     def _handle_notification(self, method: str, params: dict) -> None:
+        self._era.offer(method, params)
         if method == "notifications/tools/list_changed":
             self._tools_changed()
         elif method == "notifications/prompts/list_changed":
@@ -545,6 +564,24 @@ class McpServer:
             level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
             self.log.log(level, "%s%s", f"[{params['logger']}] " if params.get("logger") else "",
                          params.get("data"))
+
+    def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
+               uris=(), timeout: float | None = None):
+        """Subscribe to changes: the tool, prompt or resource lists, and updates of the
+        resources ``uris``. A :class:`~raider_sync.eras.listen.Subscription` (context
+        manager; ``next(timeout)``, ``events(timeout)``), the same in both eras (see
+        :mod:`raider_sync.eras.listen`). Blocks only in the handshake era, for
+        ``resources/subscribe`` (``timeout`` s each, default the call timeout). Raises
+        NotConnected, McpError."""
+        return self._era.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
+                                timeout=timeout or self.call_timeout)
+
+    def _lists_changed(self) -> None:
+        """Every list may have changed unannounced: fetch them again."""
+        with self._lock:
+            self._lists.clear()
+        if "tools" in self.capabilities:
+            self._tools_changed()
 
     def _tools_changed(self) -> None:
         # the re-list is under way before on_tools_changed runs, so a list_tools() it (or
@@ -626,6 +663,7 @@ class McpServer:
             start_thread.join(self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5)
         in_background = threading.current_thread().name.startswith(f"raider-{self.key}-relist")
         self._background.shutdown(wait=not in_background, cancel_futures=True)
+        self._era.close()
         with self._lock:
             if not self._tools_future.done():
                 self._tools_future.set_result(None)

@@ -8,6 +8,10 @@ import asyncio
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+from pydantic import BaseModel
+
+MODERN = "2026-07-28"
 
 mcp = MCPServer("raider-test-sdk", instructions="A test server built with the official SDK.")
 
@@ -40,8 +44,35 @@ async def grow(ctx: Context) -> str:
         """A tool added at run time."""
         return "extra!"
     mcp.add_tool(extra, name="extra")
-    await ctx.session.send_tool_list_changed()
+    if ctx.protocol_version == MODERN:  # the stateless revision: on subscriptions/listen
+        await ctx.notify_tools_changed()
+    else:
+        await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+@mcp.tool()
+async def ask(question: str, ctx: Context) -> str | InputRequiredResult:
+    """Ask the client's user a question (elicitation): a server request in the handshake
+    era, an input_required round in the stateless one."""
+    if ctx.protocol_version != MODERN:
+        reply = await ctx.elicit(question, Answer)
+        return f"{reply.action}: {reply.data.answer if reply.data else ''}"
+    responses = ctx.input_responses or {}
+    if "q" not in responses:
+        schema = {"type": "object", "properties": {"answer": {"type": "string"}},
+                  "required": ["answer"]}
+        return InputRequiredResult(
+            input_requests={"q": ElicitRequest(params=ElicitRequestFormParams(
+                message=question, requested_schema=schema))},
+            request_state="asked")
+    reply = responses["q"]
+    content = getattr(reply, "content", None) or {}
+    return f"{reply.action}: {content.get('answer', '')} (state {ctx.request_state})"
 
 
 @mcp.tool()
