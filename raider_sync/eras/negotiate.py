@@ -6,10 +6,13 @@
   result sharing a revision, or an error only a stateless server answers (-32020, -32021,
   -32022 naming a revision in common) means the stateless era. Any other error answer, an
   HTTP 4xx without such a body, a result that is not a discover result, or no answer within
-  ``probe_timeout`` means the handshake era: ``initialize``. The fallback is never keyed to one
-  error code. Unreachable servers, 401 and 403 are no verdict: they fail the start. The
-  verdict is remembered per server fingerprint for the life of the process; a legacy verdict
-  that a later ``initialize`` contradicts (-32022) is dropped and the server probed again.
+  the probe's time means the handshake era: ``initialize``. The probe's time is
+  ``probe_timeout``, or two thirds of the startup time left if more (a starting stdio process
+  answers nothing until its imports are done; the last third stays for ``initialize``).
+  The fallback is never keyed to one error code. Unreachable servers, 401 and 403 are no
+  verdict: they fail the start. The verdict is remembered per server fingerprint for the
+  life of the process; a legacy verdict that a later ``initialize`` contradicts (-32022)
+  is dropped and the server probed again.
 - ``"modern"``: the same probe, but a handshake-era server fails the start with the reason.
 - ``"legacy"``: the handshake only.
 - an exact revision: ``"2026-07-28"`` skips the fallback; a handshake revision is offered in
@@ -133,6 +136,12 @@ def discover_sender(session, transport, capabilities: dict, client_info: dict) -
     return send
 
 
+def probe_time(deadline: Deadline, probe_timeout: float) -> float:
+    """Seconds the discover probe may take (see the module doc)."""
+    left = deadline.left()
+    return min(left, max(probe_timeout, left * 2 / 3))
+
+
 def open_era(protocol: str, fingerprint: str, send: Probe, handshake: Callable[[str], None],
              deadline: Deadline, probe_timeout: float = PROBE_TIMEOUT,
              remember_era: bool = True) -> Description | None:
@@ -157,7 +166,7 @@ def open_era(protocol: str, fingerprint: str, send: Probe, handshake: Callable[[
                 raise
             remember(fingerprint, None)  # it changed era: probe again
     try:
-        description = probe(send, MODERN_VERSIONS[0], min(probe_timeout, deadline.left()))
+        description = probe(send, MODERN_VERSIONS[0], probe_time(deadline, probe_timeout))
     except LegacyVerdict as verdict:
         if protocol == "modern":
             raise McpError(-32603, f"the server speaks only the initialize handshake "
@@ -179,7 +188,7 @@ def _fallback(fingerprint: str, send: Probe, handshake: Callable[[str], None],
                                                                MODERN_VERSIONS):
             raise
         try:
-            description = probe(send, MODERN_VERSIONS[0], min(probe_timeout, deadline.left()))
+            description = probe(send, MODERN_VERSIONS[0], probe_time(deadline, probe_timeout))
         except (LegacyVerdict, ConnectionClosed):
             raise exc from None
         if remember_era:

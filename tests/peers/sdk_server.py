@@ -1,6 +1,7 @@
 """A real MCP server built with the official Python SDK (``mcp`` package), for tests and benchmarks.
 
     python sdk_server.py stdio
+    python sdk_server.py stdio-modern-only      # the SDK's 2026-07-28 serving loop alone
     python sdk_server.py streamable-http PORT [--json] [--stateless]
     python sdk_server.py sse PORT
 """
@@ -93,10 +94,26 @@ def greet(name: str) -> str:
     return f"Please greet {name}."
 
 
+async def serve_modern_only() -> None:
+    """The SDK's stateless serving loop without its handshake fallback: initialize is refused
+    with -32022 naming 2026-07-28 only."""
+    from mcp.server.runner import _serve_modern_stream
+    from mcp.server.stdio import stdio_server
+
+    low = mcp._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        async with low.lifespan(low) as state:
+            await _serve_modern_stream(low, read_stream, write_stream, lifespan_state=state,
+                                       raise_exceptions=False)
+
+
 if __name__ == "__main__":
     kind = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if kind == "stdio":
         mcp.run("stdio")
+    elif kind == "stdio-modern-only":
+        import anyio
+        anyio.run(serve_modern_only)
     elif kind == "sse":
         mcp.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
