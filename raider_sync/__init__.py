@@ -7,8 +7,8 @@ __version__ = "0.1.0"
 from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
 from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected,  # noqa: E402
                      RaiderError, RequestTimeout, SchemaRefused, StructuredContentError,
-                     ToolError, ToolTimeout, TransportError, UnknownServer, UnknownTool,
-                     UnsupportedProtocol)
+                     SubscriptionEnded, ToolError, ToolTimeout, TransportError, UnknownServer,
+                     UnknownTool, UnsupportedProtocol)
 from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
 from .results import ToolResult  # noqa: E402
@@ -32,6 +32,7 @@ __all__ = [
     "SchemaRefused",
     "ServerSpec",
     "StructuredContentError",
+    "SubscriptionEnded",
     "Tasks",
     "ToolError",
     "ToolResult",

@@ -13,7 +13,8 @@
      +-- StructuredContentError (also ValueError)  structuredContent missing or not as declared
      +-- SchemaRefused (also ValueError)      a tool's schema past the size or depth bound
      +-- RequestTimeout (also TimeoutError)   a request ran out of time (and was cancelled)
-          +-- ToolTimeout                     ... a tools/call in particular
+     |    +-- ToolTimeout                     ... a tools/call in particular
+     +-- SubscriptionEnded                    a server.listen() stream ended; says how
 
 Foreign errors (OSError, requests, JSON) are mapped to these where they cross into
 raider_sync, with ``raise ... from exc``.
@@ -124,3 +125,6 @@ def _tool_error_message(result: dict) -> str:
         text = text[:300] + "…"
     tool = getattr(result, "tool", None)
     return f"tool {tool!r} reported an error: {text}" if tool else f"the tool reported an error: {text}"
+class SubscriptionEnded(RaiderError):
+    """The stream of a subscription (``McpServer.listen``) ended; the message says how.
+    Nothing is replayed: listen again and fetch again."""

@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterator
 
-from ..errors import RaiderError
+from ..errors import SubscriptionEnded
 from .modern import META_SUBSCRIPTION
 
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
@@ -32,9 +32,7 @@ UPDATED = "notifications/resources/updated"
 LISTEN_TIMEOUT = 365 * 24 * 3600.0
 _END = object()
 
-
-class SubscriptionEnded(RaiderError):
-    """The subscription's stream ended; the message says how."""
+__all__ = ["Subscription", "SubscriptionEnded", "listen_params"]
 
 
 def listen_params(tools: bool, prompts: bool, resources: bool, uris: list[str]) -> dict:

@@ -12,9 +12,8 @@ import pytest
 from conftest import FAKES, SDK_SERVER, config_of, everything_available
 from fakes.http_peers import HttpPeer
 
-from raider_sync import McpError, McpServer, ToolTimeout
+from raider_sync import McpError, McpServer, SubscriptionEnded, ToolTimeout
 from raider_sync.eras import negotiate
-from raider_sync.eras.listen import SubscriptionEnded
 
 WAIT = 15.0
 MODERN_FAKE = os.path.join(FAKES, "modern_fake.py")
