@@ -8,7 +8,7 @@ import importlib
 import sys
 import time
 
-PARTS = ["stdio", "http", "shell", "gateway"]
+PARTS = ["stdio", "modern", "http", "shell", "gateway"]
 
 
 def main(argv: list[str]) -> int:
