@@ -266,9 +266,14 @@ class Session:
         else:
             self._settle(request_id, **outcome)
 
+    def current_request_id(self) -> Any:
+        """The id of the peer's request the calling handler thread is answering, else None."""
+        return getattr(self._local, "request_id", None)
+
     def _answer(self, message: dict) -> None:
         request_id = message["id"]
         method = message["method"]
+        self._local.request_id = request_id
         try:
             if self._handle_request is None:
                 raise MethodNotFound(method)

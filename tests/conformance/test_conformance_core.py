@@ -42,7 +42,10 @@ def run_scenario(version: str, spec_version: str | None, scenario: str, out: str
     done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT,
                           cwd=out, env={**os.environ, "NO_COLOR": "1"})
     found = glob.glob(os.path.join(out, "**", "checks.json"), recursive=True)
-    checks = json.load(open(found[0])) if found else []
+    checks: list = []
+    if found:
+        with open(found[0], encoding="utf-8") as file:
+            checks = json.load(file)
     return done, checks
 
 
