@@ -439,15 +439,16 @@ class McpServer:
     def has_resources(self) -> bool:
         return self._status == "connected" and "resources" in self.capabilities
 
-    def list_prompts_f(self) -> Future:
+    def list_prompts_f(self, cache: str = "use") -> Future:
         """A future of the server's prompts, listed on first use and again after
-        prompts/list_changed. Empty unless connected; a failing prompts/list is empty."""
+        prompts/list_changed. Empty unless connected; a failing prompts/list is empty.
+        ``cache``: "use", "refresh" or "bypass" (see :mod:`raider_sync.eras.cache`)."""
         if not self.has_prompts:
             return resolved([])
-        return self._cached_list("prompts/list", "prompts", lambda items: items)
+        return self._cached_list("prompts/list", "prompts", lambda items: items, cache)
 
-    def list_prompts(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_prompts_f(), timeout or self.call_timeout)
+    def list_prompts(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
+        return wait_bounded(self.list_prompts_f(cache), timeout or self.call_timeout)
 
     def get_prompt_f(self, name: str, arguments: dict | None = None, *,
                      timeout: float | None = None) -> Future:
@@ -462,15 +463,15 @@ class McpServer:
         return wait_bounded(self.get_prompt_f(name, arguments, timeout=timeout),
                             timeout or self.call_timeout)
 
-    def list_resources_f(self) -> Future:
+    def list_resources_f(self, cache: str = "use") -> Future:
         """A future of the server's resources, cached like the prompts; ``ui://`` resources
         and those of type text/html;profile=mcp-app are left out."""
         if not self.has_resources:
             return resolved([])
-        return self._cached_list("resources/list", "resources", visible_resources)
+        return self._cached_list("resources/list", "resources", visible_resources, cache)
 
-    def list_resources(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_resources_f(), timeout or self.call_timeout)
+    def list_resources(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
+        return wait_bounded(self.list_resources_f(cache), timeout or self.call_timeout)
 
     def list_resource_templates_f(self) -> Future:
         """A future of the server's resource templates (resources/templates/list), cached."""
@@ -481,13 +482,17 @@ class McpServer:
     def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
         return wait_bounded(self.list_resource_templates_f(), timeout or self.call_timeout)
 
-    def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
-        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``."""
-        return then(self._request_f("resources/read", {"uri": uri}, timeout),
+    def read_resource_f(self, uri: str, *, timeout: float | None = None,
+                        cache: str = "use") -> Future:
+        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``.
+        ``cache`` applies to a stateless server's cacheable answers."""
+        return then(self._request_f("resources/read", {"uri": uri}, timeout, cache),
                     lambda result: list(result.get("contents") or []))
 
-    def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.read_resource_f(uri, timeout=timeout), timeout or self.call_timeout)
+    def read_resource(self, uri: str, *, timeout: float | None = None,
+                      cache: str = "use") -> list[dict]:
+        return wait_bounded(self.read_resource_f(uri, timeout=timeout, cache=cache),
+                            timeout or self.call_timeout)
 
     def ping(self, timeout: float = 10.0) -> None:
         """Send ``ping`` (a stateless server has none: ``server/discover`` instead); raises
@@ -495,19 +500,22 @@ class McpServer:
         method = "server/discover" if self.era == "modern" else "ping"
         wait_bounded(self._request_f(method, None, timeout), timeout)
 
-    def _request_f(self, method: str, params: dict | None, timeout: float | None) -> Future:
+    def _request_f(self, method: str, params: dict | None, timeout: float | None,
+                   cache: str = "use") -> Future:
         session = self._session
         if self._status != "connected" or session is None:
             return failed(self._not_connected())
         seconds = timeout if timeout is not None else self.call_timeout
-        return self._era.request_f(session, method, params, timeout=seconds)
+        return self._era.request_f(session, method, params, cache, timeout=seconds)
 
-    def _cached_list(self, method: str, field: str, shape: Callable[[list], list]) -> Future:
+    def _cached_list(self, method: str, field: str, shape: Callable[[list], list],
+                     cache: str = "use") -> Future:
         with self._lock:
-            future = self._lists.get(method)
+            future = self._lists.get(method) if cache == "use" else None
             if future is None:
                 future = self._lists[method] = self._background_f(
-                    lambda: shape(self._fetch_all(method, field, self.call_timeout)),
+                    lambda: shape(self._fetch_all(method, field, self.call_timeout,
+                                                  cache=cache)),
                     fallback=None, what=method)
                 future.add_done_callback(lambda done: self._forget_failed(method, done))
         return then(future, lambda items: copy.deepcopy(items or []))
@@ -520,14 +528,15 @@ class McpServer:
                     del self._lists[method]
 
     def _fetch_all(self, method: str, field: str, timeout: float,
-                   timeout_message: str | None = None) -> list[dict]:
+                   timeout_message: str | None = None, cache: str = "use") -> list[dict]:
         """Every page of a paginated list, within ``timeout`` s in all."""
         def request(params: dict | None, seconds: float) -> dict:
             session = self._session
             if session is None:
                 raise self._not_connected()
-            return session.request(method, params, timeout=seconds,
-                                   timeout_message=timeout_message)
+            return wait_bounded(self._era.request_f(session, method, params, cache,
+                                                    timeout=seconds,
+                                                    timeout_message=timeout_message), seconds)
         return fetch_all_pages(request, field, timeout)
 
     def _background_f(self, fn: Callable[[], Any], *, fallback: Any, what: str) -> Future:

@@ -13,11 +13,13 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from ..futures import Deadline
+from ..futures import Deadline, failed, resolved
+from .cache import ResultCache, check_mode
 from ..transports.http_headers import InvalidAnnotation, header_params, message_headers
 from .listen import (ACKNOWLEDGED, KINDS, LISTEN_TIMEOUT, UPDATED, Subscription,
                      listen_params)
-from .modern import META_SUBSCRIPTION, ROUND_METHODS, Description, modern_capabilities
+from .modern import (CACHEABLE, META_SUBSCRIPTION, ROUND_METHODS, Description,
+                     modern_capabilities)
 from .negotiate import (PROBE_TIMEOUT, ModernConnection, check_choice, discover_sender,
                         open_era)
 from .rounds import MAX_INPUT_ROUNDS, request_rounds_f
@@ -44,6 +46,7 @@ class EraSeam:
         self._subs: list[Subscription] = []
         # listen notifications that came before their subscription was registered
         self._early: collections.deque = collections.deque(maxlen=64)
+        self.cache = ResultCache()
 
     # -- opening -------------------------------------------------------------------------
 
@@ -54,6 +57,7 @@ class EraSeam:
         server = self.server
         transport = session.transport
         self.modern = None
+        self.cache.clear()
         session.stamp = None
         capabilities = modern_capabilities(server._client_capabilities())
         send = discover_sender(session, transport, capabilities, server.client_info)
@@ -75,6 +79,7 @@ class EraSeam:
                        capabilities: dict) -> None:
         server = self.server
         modern = ModernConnection(description, capabilities, server.client_info)
+        self.cache.put("server/discover", None, description.raw)
         self.modern = modern
         session.stamp = modern.stamp
         session.transport.stateless(modern.version,
@@ -112,6 +117,7 @@ class EraSeam:
             kinds = {kind: bool(ended.wanted["notifications"].get(f"{kind}ListChanged"))
                      for kind in ("tools", "prompts", "resources")}
             self._listen_internally(kinds)
+            self.cache.clear()
             self.server._lists_changed()
         try:
             self._input_pool().submit(again)
@@ -140,11 +146,31 @@ class EraSeam:
     # -- requests ------------------------------------------------------------------------
 
     def request_f(self, session: "Session", method: str, params: dict | None,
-                  **options: Any) -> Future:
+                  cache: str = "use", **options: Any) -> Future:
         """Send ``method``; in the stateless era through ``input_required`` rounds (bounded by
         the server's ``max_input_rounds``) where the method may need input, and a tools/call
-        refused for its headers (-32020) is sent once more after the tools are listed again."""
-        if self.modern is None or method not in ROUND_METHODS:
+        refused for its headers (-32020) is sent once more after the tools are listed again.
+        Cacheable results are answered from, and kept in, the cache as ``cache`` says (see
+        :mod:`.cache`; raises ValueError for another mode)."""
+        check_mode(cache)
+        if self.modern is None:
+            return session.request_f(method, params, **options)
+        if method in CACHEABLE:
+            transform = options.pop("transform", None)
+            if cache == "use":
+                hit = self.cache.get(method, params)
+                if hit is not None:
+                    try:
+                        return resolved(transform(hit) if transform is not None else hit)
+                    except Exception as exc:  # noqa: BLE001 - the future carries it
+                        return failed(exc)
+
+            def keep(result: Any) -> Any:
+                if cache != "bypass":
+                    self.cache.put(method, params, result)
+                return transform(result) if transform is not None else result
+            options["transform"] = keep
+        if method not in ROUND_METHODS:
             return session.request_f(method, params, **options)
         server = self.server
         return request_rounds_f(
@@ -213,6 +239,7 @@ class EraSeam:
         thread)."""
         if method != ACKNOWLEDGED and method not in KINDS and method != UPDATED:
             return
+        self.cache.notified(method, params)
         with self._subs_lock:
             subs = list(self._subs)
             taken = False
@@ -222,6 +249,7 @@ class EraSeam:
                 self._early.append((method, params))
 
     def _relist(self, seconds: float) -> None:
+        self.cache.invalidate("tools/list")
         self.server._fetch_tools(seconds)
 
     def _input_pool(self) -> ThreadPoolExecutor:

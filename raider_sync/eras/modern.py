@@ -75,6 +75,7 @@ class Description:
     supported: list = field(default_factory=list)
     ttl_ms: int = 0
     cache_scope: str | None = None
+    raw: dict = field(default_factory=dict)
 
 
 def describe(result: Any, offered: tuple[str, ...] = MODERN_VERSIONS) -> Description:
@@ -101,7 +102,8 @@ def describe(result: Any, offered: tuple[str, ...] = MODERN_VERSIONS) -> Descrip
     return Description("modern", version, dict(capabilities),
                        dict(info) if isinstance(info, dict) else {},
                        instructions if isinstance(instructions, str) else None,
-                       list(supported), ttl_ms(ttl), _scope(result.get("cacheScope")))
+                       list(supported), ttl_ms(ttl), _scope(result.get("cacheScope")),
+                       dict(result))
 
 
 def pick_version(supported: list, offered: tuple[str, ...]) -> str | None:

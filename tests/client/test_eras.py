@@ -166,6 +166,23 @@ def test_a_listen_stream_that_ends_ends_the_subscription(connect):
     sub.close()
 
 
+def test_results_are_cached_by_their_ttl_and_each_call_chooses(connect):
+    server = connect(fake("plain"))
+
+    def read(**kw) -> str:
+        return server.read_resource("file:///a", **kw)[0]["text"]
+
+    assert read() == "read 1"
+    assert read() == "read 1", "fresh for its ttlMs: not asked again"
+    assert read(cache="refresh") == "read 2"
+    assert read() == "read 2"
+    assert read(cache="bypass") == "read 3"
+    assert read() == "read 2", "a bypassing read keeps nothing"
+    assert server.read_resource("file:///b")[0]["text"] == "read 4", "one entry per URI"
+    with pytest.raises(ValueError, match="cache must be one of use, refresh, bypass"):
+        read(cache="sometimes")
+
+
 # -- the SDK's server in the stateless era ----------------------------------------------
 
 def test_elicitation_in_both_eras(connect):

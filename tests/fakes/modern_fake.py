@@ -9,7 +9,8 @@ Modes:
   loop         tools/call "ask" answers input_required for ever
   listen-ends  each subscriptions/listen is acknowledged, then ended at once with an error
   mismatch     the first tools/call is refused with -32020, the later ones answered
-  plain        a well-behaved stateless server
+  plain        a well-behaved stateless server; resources/read of any URI answers how many
+               reads came so far, fresh for a minute (ttlMs)
 Tools: echo. Every request is recorded; the tool "seen" returns them as JSON.
 """
 import json
@@ -50,7 +51,7 @@ def handle(msg):
         if MODE == "garbage":
             return result(msg_id, "hello, I am a server")
         return result(msg_id, {"supportedVersions": [VERSION], "capabilities": {
-            "tools": {"listChanged": True}}, "resultType": "complete",
+            "tools": {"listChanged": True}, "resources": {}}, "resultType": "complete",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-fake",
                                                             "version": "1"}}})
     if method == "initialize":
@@ -64,6 +65,10 @@ def handle(msg):
         return error(msg_id, -32000, "Server not initialized")
     if method == "tools/list":
         return result(msg_id, {"tools": TOOLS})
+    if method == "resources/read":
+        calls["reads"] = calls.get("reads", 0) + 1
+        return result(msg_id, {"ttlMs": 60000, "cacheScope": "private", "contents": [
+            {"uri": params.get("uri"), "text": f"read {calls['reads']}"}]})
     if method == "subscriptions/listen":
         send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
               "params": {"notifications": params.get("notifications") or {},
