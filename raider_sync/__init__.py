@@ -6,9 +6,9 @@ __version__ = "0.1.0"
 
 from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
 from .errors import (ConfigError, ConnectionClosed, McpError, NotConnected,  # noqa: E402
-                     RaiderError, RequestTimeout, SchemaRefused, StructuredContentError,
-                     SubscriptionEnded, ToolError, ToolTimeout, TransportError, UnknownServer,
-                     UnknownTool, UnsupportedProtocol)
+                     RaiderError, RequestTimeout, SchemaRefused, SkillRejected,
+                     StructuredContentError, SubscriptionEnded, ToolError, ToolTimeout,
+                     TransportError, UnknownServer, UnknownTool, UnsupportedProtocol)
 from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
 from .results import ToolResult  # noqa: E402
@@ -31,6 +31,7 @@ __all__ = [
     "Resources",
     "SchemaRefused",
     "ServerSpec",
+    "SkillRejected",
     "StructuredContentError",
     "SubscriptionEnded",
     "Tasks",

@@ -15,6 +15,7 @@
      +-- RequestTimeout (also TimeoutError)   a request ran out of time (and was cancelled)
      |    +-- ToolTimeout                     ... a tools/call in particular
      +-- SubscriptionEnded                    a server.listen() stream ended; says how
+     +-- SkillRejected                        a skill failed verification; nothing of it used
 
 Foreign errors (OSError, requests, JSON) are mapped to these where they cross into
 raider_sync, with ``raise ... from exc``.
@@ -128,3 +129,8 @@ def _tool_error_message(result: dict) -> str:
 class SubscriptionEnded(RaiderError):
     """The stream of a subscription (``McpServer.listen``) ended; the message says how.
     Nothing is replayed: listen again and fetch again."""
+
+
+class SkillRejected(RaiderError):
+    """A skill (``McpServer.get_skill``) is not listed or failed verification: a file's size or
+    digest, or SKILL.md's frontmatter, differs from the skill's entry. Nothing of it is used."""

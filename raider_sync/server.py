@@ -494,6 +494,29 @@ class McpServer:
         return wait_bounded(self.read_resource_f(uri, timeout=timeout, cache=cache),
                             timeout or self.call_timeout)
 
+    def list_skills_f(self, *, timeout: float | None = None) -> Future:
+        """A future of the server's skills (``skills/list``, every page): entries with their
+        ``uri``, ``frontmatter`` and ``resources`` (size and digest per file). Nothing is read.
+        See :mod:`raider_sync.skills`."""
+        from . import skills
+        seconds = timeout or self.call_timeout
+        return run_in_thread(lambda: skills.list_skills(self, seconds), f"raider-{self.key}-skills")
+
+    def list_skills(self, *, timeout: float | None = None) -> list[dict]:
+        return wait_bounded(self.list_skills_f(timeout=timeout), timeout or self.call_timeout)
+
+    def get_skill_f(self, uri: str, *, timeout: float | None = None) -> Future:
+        """A future of one skill, every file read and verified (size, sha256 digest, SKILL.md's
+        frontmatter against its entry): ``{uri, frontmatter, body, files}``. Fails with
+        SkillRejected on any mismatch, before anything more is read."""
+        from . import skills
+        seconds = timeout or self.call_timeout
+        return run_in_thread(lambda: skills.get_skill(self, uri, seconds),
+                             f"raider-{self.key}-skills")
+
+    def get_skill(self, uri: str, *, timeout: float | None = None) -> dict:
+        return wait_bounded(self.get_skill_f(uri, timeout=timeout), timeout or self.call_timeout)
+
     def ping(self, timeout: float = 10.0) -> None:
         """Send ``ping`` (a stateless server has none: ``server/discover`` instead); raises
         when the server does not answer within ``timeout`` s."""

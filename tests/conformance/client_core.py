@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 
-from raider_sync import McpConfig, McpError, McpServer
+from raider_sync import McpConfig, McpError, McpServer, SkillRejected
 
 TIMEOUT = 50.0  # generous: the harness may run many scenarios at once
 SCENARIO = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
@@ -73,6 +73,20 @@ def calls_for(server: McpServer) -> list[tuple[str, dict]]:
             for name, tool in originals.items()]
 
 
+def skills(server: McpServer) -> int:
+    """List the skills; load the first unless the scenario is about not reading early. A
+    skill that fails verification is rejected (SkillRejected), and that is success here."""
+    listed = server.list_skills(timeout=TIMEOUT)
+    print(f"skills: {[skill['uri'] for skill in listed]}", file=sys.stderr)
+    if SCENARIO != "sep-2640-client-no-prefetch" and listed:
+        try:
+            skill = server.get_skill(listed[0]["uri"], timeout=TIMEOUT)
+            print(f"loaded {skill['uri']} with {len(skill['files'])} files", file=sys.stderr)
+        except SkillRejected as exc:
+            print(f"rejected: {exc}", file=sys.stderr)
+    return 0
+
+
 def main(url: str) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     spec = McpConfig.from_dict({"mcpServers": {"conformance": {"type": "http", "url": url}}}
@@ -87,6 +101,8 @@ def main(url: str) -> int:
             return 1
         print(f"connected: era {server.era}, revision {server.protocol_version}",
               file=sys.stderr)
+        if SCENARIO.startswith("sep-2640"):
+            return skills(server)
         calls = calls_for(server)
         sequential = bool(CONTEXT.get("toolCalls"))
         futures = []

@@ -1,6 +1,6 @@
 """The MCP conformance harness as a test peer: every client scenario but authorization, on
-the 2026-07-28 wire and the 2025-11-25 one, judged strictly (no FAILURE, no WARNING, the
-client's exit status 0). Each scenario runs on its own mock server and port."""
+the 2026-07-28 wire and the 2025-11-25 one, and the skills extension's, judged strictly
+(no FAILURE, no WARNING, the client's exit status 0). Each scenario runs on its own mock server and port."""
 from __future__ import annotations
 
 import glob
@@ -24,7 +24,10 @@ MODERN = ["tools_call", "request-metadata", "sep-2322-client-request-state",
           "json-schema-ref-no-deref", "json-schema-2020-12-preservation"]
 HANDSHAKE = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry",
              "json-schema-2020-12-preservation"]
+SKILLS = ["sep-2640-client-no-prefetch", "sep-2640-client-verify-digest",
+          "sep-2640-client-verify-size", "sep-2640-client-verify-frontmatter"]
 CASES = ([("0.2", "2026-07-28", s) for s in MODERN]
+         + [("0.2", None, s) for s in SKILLS]  # extension scenarios: on no spec timeline
          + [("0.2", "2025-11-25", s) for s in HANDSHAKE]
          + [("0.1", None, s) for s in HANDSHAKE[:4]])
 
