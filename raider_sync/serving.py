@@ -29,12 +29,98 @@ PAGE_SIZE = 100
 SERVE_WORKERS = 16
 
 
-class ServedSession:
+class ToolServerAnswers:
+    """What a served ToolServer answers, whatever carries the requests (stdio, HTTP)."""
+
+    def __init__(self, tool_server, *, page_size: int = PAGE_SIZE):
+        self.tool_server = tool_server
+        self.page_size = page_size
+
+    def _progress_sender(self, token: Any):
+        return None  # nothing to send progress on
+
+    def _answer(self, method: str, params: dict) -> Any:
+        server = self.tool_server
+        if method == "initialize":
+            return self._initialize(params)
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return self._page(server.list_tools(), "tools", params)
+        if method == "tools/call":
+            token = (params.get("_meta") or {}).get("progressToken")
+            on_progress = None if token is None else self._progress_sender(token)
+            try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
+                return server.call_tool(params.get("name", ""), params.get("arguments") or {},
+                                        on_progress=on_progress)
+            except UnknownTool as exc:
+                raise McpError(-32602, str(exc)) from None
+            except ToolTimeout as exc:
+                return text_result(str(exc), is_error=True)
+        if method == "resources/list" and server.has_resources:
+            return self._page(server.list_resources(), "resources", params)
+        if method == "resources/templates/list" and server.has_resources:
+            return {"resourceTemplates": []}
+        if method == "resources/read" and server.has_resources:
+            return {"contents": server.read_resource(params.get("uri", ""))}
+        if method == "prompts/list" and server.has_prompts:
+            return self._page(server.list_prompts(), "prompts", params)
+        if method == "prompts/get" and server.has_prompts:
+            return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
+        raise MethodNotFound(method)
+
+    def _answer_modern(self, method: str, params: dict) -> Any:
+        """The answer to a request of the stateless revision (its _meta checked first)."""
+        check_envelope(params)
+        if method == "server/discover":
+            server = self.tool_server
+            return discover_result(self._capabilities(), server.server_info, server.instructions)
+        if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
+                      "subscriptions/listen"):
+            raise MethodNotFound(method)  # not part of the stateless revision (or not here)
+        result = self._answer(method, params)
+        if not isinstance(result, dict):
+            return result
+        if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced
+            result = {"ttlMs": 0, "cacheScope": "public", **result}
+        return {"resultType": "complete", **result}
+
+    def _capabilities(self) -> dict:
+        server = self.tool_server
+        capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        if server.has_resources:
+            capabilities["resources"] = {"listChanged": False}
+        if server.has_prompts:
+            capabilities["prompts"] = {"listChanged": False}
+        return capabilities
+
+    def _initialize(self, params: dict) -> dict:
+        server = self.tool_server
+        asked = params.get("protocolVersion")
+        capabilities = self._capabilities()
+        result = {"protocolVersion": asked if asked in KNOWN_PROTOCOL_VERSIONS else CLIENT_PROTOCOL_VERSION,
+                  "capabilities": capabilities, "serverInfo": dict(server.server_info)}
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return result
+
+    def _page(self, items: list, field: str, params: dict) -> dict:
+        try:
+            start = int(params.get("cursor") or 0)
+        except ValueError:
+            raise McpError(-32602, "invalid cursor") from None
+        page: dict[str, Any] = {field: items[start:start + self.page_size]}
+        if start + self.page_size < len(items):
+            page["nextCursor"] = str(start + self.page_size)
+        return page
+
+
+
+class ServedSession(ToolServerAnswers):
     """One client's conversation with a ToolServer over a transport."""
 
     def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
-        self.tool_server = tool_server
-        self.page_size = page_size
+        super().__init__(tool_server, page_size=page_size)
         self._initialized = threading.Event()
         self._ended = threading.Event()
         self.session = Session(transport, name=f"{tool_server.key}-served",
@@ -67,20 +153,10 @@ class ServedSession:
     def _request(self, method: str, params: dict) -> Any:
         if self.era.claim(method, params) == "legacy":
             return self._answer(method, params)
-        check_envelope(params)
-        if method == "server/discover":
-            server = self.tool_server
-            return discover_result(self._capabilities(), server.server_info, server.instructions)
         if method == "subscriptions/listen":
+            check_envelope(params)
             return self._listen(params)
-        if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe"):
-            raise MethodNotFound(method)  # not part of the stateless revision
-        result = self._answer(method, params)
-        if not isinstance(result, dict):
-            return result
-        if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced
-            result = {"ttlMs": 0, "cacheScope": "public", **result}
-        return {"resultType": "complete", **result}
+        return self._answer_modern(method, params)
 
     def _listen(self, params: dict) -> dict:
         """One subscriptions/listen stream: acknowledged, then fed by _tools_changed until
@@ -94,36 +170,6 @@ class ServedSession:
         ended.wait()
         return {"resultType": "complete", "_meta": ack["_meta"]}
 
-    def _answer(self, method: str, params: dict) -> Any:
-        server = self.tool_server
-        if method == "initialize":
-            return self._initialize(params)
-        if method == "ping":
-            return {}
-        if method == "tools/list":
-            return self._page(server.list_tools(), "tools", params)
-        if method == "tools/call":
-            token = (params.get("_meta") or {}).get("progressToken")
-            on_progress = None if token is None else self._progress_sender(token)
-            try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
-                return server.call_tool(params.get("name", ""), params.get("arguments") or {},
-                                        on_progress=on_progress)
-            except UnknownTool as exc:
-                raise McpError(-32602, str(exc)) from None
-            except ToolTimeout as exc:
-                return text_result(str(exc), is_error=True)
-        if method == "resources/list" and server.has_resources:
-            return self._page(server.list_resources(), "resources", params)
-        if method == "resources/templates/list" and server.has_resources:
-            return {"resourceTemplates": []}
-        if method == "resources/read" and server.has_resources:
-            return {"contents": server.read_resource(params.get("uri", ""))}
-        if method == "prompts/list" and server.has_prompts:
-            return self._page(server.list_prompts(), "prompts", params)
-        if method == "prompts/get" and server.has_prompts:
-            return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
-        raise MethodNotFound(method)
-
     def _progress_sender(self, token: Any):
         """An on_progress that sends notifications/progress for the request's token."""
         def send(progress: float, total: float | None = None, message: str | None = None) -> None:
@@ -134,35 +180,6 @@ class ServedSession:
                 params["message"] = message
             self.session.notify("notifications/progress", params)
         return send
-
-    def _capabilities(self) -> dict:
-        server = self.tool_server
-        capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
-        if server.has_resources:
-            capabilities["resources"] = {"listChanged": False}
-        if server.has_prompts:
-            capabilities["prompts"] = {"listChanged": False}
-        return capabilities
-
-    def _initialize(self, params: dict) -> dict:
-        server = self.tool_server
-        asked = params.get("protocolVersion")
-        capabilities = self._capabilities()
-        result = {"protocolVersion": asked if asked in KNOWN_PROTOCOL_VERSIONS else CLIENT_PROTOCOL_VERSION,
-                  "capabilities": capabilities, "serverInfo": dict(server.server_info)}
-        if server.instructions:
-            result["instructions"] = server.instructions
-        return result
-
-    def _page(self, items: list, field: str, params: dict) -> dict:
-        try:
-            start = int(params.get("cursor") or 0)
-        except ValueError:
-            raise McpError(-32602, "invalid cursor") from None
-        page: dict[str, Any] = {field: items[start:start + self.page_size]}
-        if start + self.page_size < len(items):
-            page["nextCursor"] = str(start + self.page_size)
-        return page
 
     # -- notifications -------------------------------------------------------------------
 
