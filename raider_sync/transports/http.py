@@ -306,7 +306,7 @@ class StreamableHttpTransport(Transport):
         """Deliver the messages of a POST's event stream until its answer; resume a stream
         that ends early. Runs on a ``raider-<name>-stream`` worker."""
         parser = self.channel.parser()
-        if request_id is not None and self._message_headers is not None:
+        if request_id is not None:
             self._answer_streams[request_id] = response
         try:
             answered = self._pump(response, parser, deadline, request_id)
@@ -346,7 +346,7 @@ class StreamableHttpTransport(Transport):
     def _close_answer(self, request_id: Any) -> None:
         """Shut the stream a request's answer comes on (the stateless revision's cancel)."""
         response = self._answer_streams.pop(request_id, None) if _hashable(request_id) else None
-        sock = _socket_of(response.raw) if response is not None else None
+        sock = _answer_socket(response) if response is not None else None
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -493,6 +493,8 @@ class StreamableHttpTransport(Transport):
             self._stopped.set()
             self._wake_listener.set()
             self.channel.abort()
+            for request_id in list(self._answer_streams):  # listen streams, answers under way
+                self._close_answer(request_id)
             listener = self._listener
             if listener is not None and listener is not threading.current_thread():
                 listener.join(10)
@@ -504,6 +506,17 @@ class StreamableHttpTransport(Transport):
 
     def _mark_reader(self) -> None:
         self._local.reader = True
+
+
+def _answer_socket(response: requests.Response):
+    """The socket an answer is read from. A server that says ``Connection: close`` has its
+    connection object let go of the socket (http.client), which then lives only in the
+    response's file: found there."""
+    sock = _socket_of(response.raw)
+    if sock is None:
+        fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock
 
 
 def _hashable(value: Any) -> bool:

@@ -140,3 +140,21 @@ def message_headers(message: Mapping[str, Any],
         if annotated:
             headers.update(argument_headers(annotated, params.get("arguments")))
     return headers
+
+
+def headers_problem(said_method: str | None, said_name: str | None, method: Any,
+                    params: Mapping[str, Any]) -> str | None:
+    """Why a request's Mcp-Method and Mcp-Name headers (as received) disagree with its body's
+    method and name or URI, else None. What a server or relay answers with -32020."""
+    if said_method != method:
+        return f"Mcp-Method {said_method!r} does not match the body's method {method!r}"
+    field = _NAMED.get(method) if isinstance(method, str) else None
+    if field is None:
+        return None
+    try:
+        name = decode_value(said_name) if said_name is not None else None
+    except ValueError:
+        name = None
+    if name != params.get(field):
+        return f"Mcp-Name {said_name!r} does not match the body's {field}"
+    return None
