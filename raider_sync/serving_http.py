@@ -26,12 +26,11 @@ from .eras.served import has_envelope
 from .errors import McpError
 from .jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, MethodNotFound
 from .serving import ToolServerAnswers
-from .transports.http_headers import decode_value
+from .transports.http_headers import headers_problem
 
 log = logging.getLogger("raider_sync.serving_http")
 
 MAX_BODY = 4 * 1024 * 1024
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _STATUS = {-32020: "400 Bad Request", -32021: "400 Bad Request", -32022: "400 Bad Request",
            -32602: "400 Bad Request", -32600: "400 Bad Request", -32700: "400 Bad Request",
            METHOD_NOT_FOUND: "404 Not Found"}
@@ -90,19 +89,10 @@ def wsgi_app(tool_server, *, page_size: int = 100) -> Callable[[dict, StartRespo
 
 def _check_headers(environ: dict, method: str, params: dict) -> None:
     """Mcp-Method and Mcp-Name must say what the body says (-32020 otherwise)."""
-    said = environ.get("HTTP_MCP_METHOD")
-    if said != method:
-        raise McpError(-32020, f"Mcp-Method {said!r} does not match the body's method {method!r}")
-    field = _NAMED.get(method)
-    if field is None:
-        return
-    header = environ.get("HTTP_MCP_NAME")
-    try:
-        name = decode_value(header) if header is not None else None
-    except ValueError:
-        name = None
-    if name != params.get(field):
-        raise McpError(-32020, f"Mcp-Name {header!r} does not match the body's {field}")
+    problem = headers_problem(environ.get("HTTP_MCP_METHOD"), environ.get("HTTP_MCP_NAME"),
+                              method, params)
+    if problem is not None:
+        raise McpError(-32020, problem)
 
 
 def _error(start_response: StartResponse, request_id: Any, code: int, message: str,
