@@ -76,6 +76,9 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
             _set(outer, error=exc)
             return
         if kind == "complete":
+            if isinstance(result, dict) and "resultType" in result:
+                # protocol machinery, like the id: results read the same in both eras
+                result = {k: v for k, v in result.items() if k != "resultType"}
             try:
                 _set(outer, result=transform(result) if transform is not None else result)
             except Exception as exc:  # noqa: BLE001 - the future carries it
