@@ -8,7 +8,7 @@ import importlib
 import sys
 import time
 
-PARTS = ["stdio", "http", "shell", "gateway", "telemetry"]
+PARTS = ["stdio", "modern", "http", "shell", "gateway", "telemetry"]
 
 
 def main(argv: list[str]) -> int:

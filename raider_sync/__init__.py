@@ -7,8 +7,9 @@ __version__ = "0.1.0"
 from .config import McpConfig, ServerSpec, tool_name  # noqa: E402
 from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
                      McpError, NotConnected, RaiderError, RequestTimeout, SchemaRefused,
-                     StructuredContentError, ToolError, ToolTimeout, TransportError,
-                     UnknownServer, UnknownTool, UnsupportedProtocol)
+                     SkillRejected, StructuredContentError, SubscriptionEnded, ToolError,
+                     ToolTimeout, TransportError, UnknownServer, UnknownTool,
+                     UnsupportedProtocol)
 from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
 from .results import ToolResult  # noqa: E402
@@ -35,7 +36,9 @@ __all__ = [
     "Resources",
     "SchemaRefused",
     "ServerSpec",
+    "SkillRejected",
     "StructuredContentError",
+    "SubscriptionEnded",
     "Tasks",
     "Telemetry",
     "ToolBudget",

@@ -162,6 +162,15 @@ class ServerSpec(BaseModel):
         default=None, alias="allowedTools")
     disabled_tools: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, alias="disabledTools")
+    protocol: Optional[str] = None
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, value: Optional[str]) -> Optional[str]:
+        from .eras.modern import PROTOCOL_CHOICES
+        if value is not None and value not in PROTOCOL_CHOICES:
+            raise ValueError(f"must be one of {', '.join(PROTOCOL_CHOICES)}")
+        return value
 
     @model_validator(mode="before")
     @classmethod

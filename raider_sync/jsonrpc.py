@@ -110,6 +110,9 @@ class Session:
         self._deadlines: list[tuple[float, int]] = []
         self._wake = threading.Condition(self._lock)
         self._watchdog: threading.Thread | None = None
+        #: ``stamp(method, params)``: the params every outgoing request is sent with (the
+        #: stateless revision puts its ``_meta`` in each); None sends them as given
+        self.stamp: Callable[[str, dict], dict] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -167,6 +170,8 @@ class Session:
         request_id = next(self._ids)
         future.request_id = request_id  # type: ignore[attr-defined]
         params = dict(params or {})
+        if self.stamp is not None:
+            params = self.stamp(method, params)
         if on_progress is not None:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
         if self.observe is not None:  # telemetry: a span, and its context in params._meta
@@ -267,9 +272,14 @@ class Session:
         else:
             self._settle(request_id, **outcome)
 
+    def current_request_id(self) -> Any:
+        """The id of the peer's request the calling handler thread is answering, else None."""
+        return getattr(self._local, "request_id", None)
+
     def _answer(self, message: dict) -> None:
         request_id = message["id"]
         method = message["method"]
+        self._local.request_id = request_id
         try:
             if self._handle_request is None:
                 raise MethodNotFound(method)

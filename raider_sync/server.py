@@ -35,6 +35,7 @@ from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELE
                        initialize_params, translate_initialize_error, fetch_all_pages)
 from .surface import LogCallback, ResourceCallback, ServerSurface
 from .transports import open_transport
+from .eras import era_seam
 
 _live: "weakref.WeakSet[McpServer]" = weakref.WeakSet()
 
@@ -73,7 +74,9 @@ class McpServer(ServerSurface):
                  auth: Any = None,
                  allowed_tools: list[str] | None = None, disabled_tools: list[str] | None = None,
                  on_log: LogCallback | None = None,
-                 on_resource_updated: ResourceCallback | None = None, telemetry: Any = None):
+                 on_resource_updated: ResourceCallback | None = None, telemetry: Any = None,
+                 protocol: str | None = None, probe_timeout: float = era_seam.PROBE_TIMEOUT,
+                 max_input_rounds: int = era_seam.MAX_INPUT_ROUNDS):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -100,6 +103,11 @@ class McpServer(ServerSurface):
         self._init_surface(allowed_tools=allowed_tools, disabled_tools=disabled_tools,
                            on_log=on_log, on_resource_updated=on_resource_updated,
                            telemetry=telemetry)
+        self.protocol = era_seam.check_choice(protocol or spec.protocol or "auto")
+        self.probe_timeout = probe_timeout
+        self.max_input_rounds = max_input_rounds
+        self.era: str | None = None  # "legacy" or "modern" once connected
+        self._era = era_seam.EraSeam(self)
 
         self._lock = threading.RLock()
         self._status = "configured"
@@ -233,7 +241,7 @@ class McpServer(ServerSurface):
             transport.renew_session = self._renew_session  # HTTP: servers may forget sessions
             deadline = Deadline(timeout)
             session.open(timeout=deadline.left())
-            self._handshake(session, deadline)
+            self._era.open(session, deadline)
             if "tools" in self.capabilities:  # a server without tools is not asked for them
                 self._fetch_tools(deadline.left(), self._startup_timeout_message())
             with self._lock:  # one step with _connection_lost: a lost connection fails the start
@@ -244,6 +252,7 @@ class McpServer(ServerSurface):
             if lost is not None:
                 raise lost
             if connected:
+                self._era.connected()
                 self._notify_status()
         except BaseException as exc:  # noqa: BLE001 - start_f never fails
             if self._status != "stopped":
@@ -262,11 +271,13 @@ class McpServer(ServerSurface):
                               max_message_size=self.max_message_size, auth=self.auth)
 
     def _handshake(self, session: Session, deadline: Deadline,
-                   timeout_message: str | None = None) -> None:
+                   timeout_message: str | None = None,
+                   version: str = CLIENT_PROTOCOL_VERSION) -> None:
         """initialize, then notifications/initialized; raises what refuses the server."""
         try:
             result = session.request(
-                "initialize", initialize_params(self._client_capabilities(), self.client_info),
+                "initialize", initialize_params(self._client_capabilities(), self.client_info,
+                                                version),
                 timeout=deadline.left(), cancellable=False,
                 timeout_message=timeout_message or self._startup_timeout_message())
         except McpError as exc:
@@ -276,6 +287,7 @@ class McpServer(ServerSurface):
                 raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON) from None
             raise
         self.protocol_version = check_initialize_result(result)
+        self.era = "legacy"
         self.capabilities = dict(result.get("capabilities") or {})
         self.server_info = dict(result.get("serverInfo") or {})
         self.instructions = result.get("instructions")
@@ -365,6 +377,10 @@ class McpServer(ServerSurface):
             if not self.tool_filter.allows(tool["name"], prefixed):
                 filtered.append(tool["name"])  # allowedTools/disabledTools: not offered
                 continue
+            problem = self._era.check_tool(tool)
+            if problem is not None:
+                warnings.append(problem)
+                continue
             if prefixed in original:
                 warnings.append(
                     f"tool {tool['name']!r} dropped: its name {prefixed} collides with "
@@ -408,8 +424,8 @@ class McpServer(ServerSurface):
             return failed(UnknownTool(f"MCP server {self.name!r} has no tool {name!r}"))
         seconds = timeout if timeout is not None else self.call_timeout
         raising = self.raise_on_error if raise_on_error is None else raise_on_error
-        return session.request_f(
-            "tools/call", {"name": original, "arguments": dict(arguments or {})},
+        return self._era.request_f(
+            session,             "tools/call", {"name": original, "arguments": dict(arguments or {})},
             timeout=seconds, on_progress=on_progress, timeout_error=ToolTimeout,
             timeout_message=f"MCP tool call timed out after {seconds:g} s",
             transform=lambda result: self._shape_result(result, name, original, raising))
@@ -448,15 +464,16 @@ class McpServer(ServerSurface):
     def has_resources(self) -> bool:
         return self._status == "connected" and "resources" in self.capabilities
 
-    def list_prompts_f(self) -> Future:
+    def list_prompts_f(self, cache: str = "use") -> Future:
         """A future of the server's prompts, listed on first use and again after
-        prompts/list_changed. Empty unless connected; a failing prompts/list is empty."""
+        prompts/list_changed. Empty unless connected; a failing prompts/list is empty.
+        ``cache``: "use", "refresh" or "bypass" (see :mod:`raider_sync.eras.cache`)."""
         if not self.has_prompts:
             return resolved([])
-        return self._cached_list("prompts/list", "prompts", lambda items: items)
+        return self._cached_list("prompts/list", "prompts", lambda items: items, cache)
 
-    def list_prompts(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_prompts_f(), timeout or self.call_timeout)
+    def list_prompts(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
+        return wait_bounded(self.list_prompts_f(cache), timeout or self.call_timeout)
 
     def get_prompt_f(self, name: str, arguments: dict | None = None, *,
                      timeout: float | None = None) -> Future:
@@ -471,15 +488,15 @@ class McpServer(ServerSurface):
         return wait_bounded(self.get_prompt_f(name, arguments, timeout=timeout),
                             timeout or self.call_timeout)
 
-    def list_resources_f(self) -> Future:
+    def list_resources_f(self, cache: str = "use") -> Future:
         """A future of the server's resources, cached like the prompts; ``ui://`` resources
         and those of type text/html;profile=mcp-app are left out."""
         if not self.has_resources:
             return resolved([])
-        return self._cached_list("resources/list", "resources", visible_resources)
+        return self._cached_list("resources/list", "resources", visible_resources, cache)
 
-    def list_resources(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_resources_f(), timeout or self.call_timeout)
+    def list_resources(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
+        return wait_bounded(self.list_resources_f(cache), timeout or self.call_timeout)
 
     def list_resource_templates_f(self) -> Future:
         """A future of the server's resource templates (resources/templates/list), cached."""
@@ -490,31 +507,63 @@ class McpServer(ServerSurface):
     def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
         return wait_bounded(self.list_resource_templates_f(), timeout or self.call_timeout)
 
-    def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
-        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``."""
-        return then(self._request_f("resources/read", {"uri": uri}, timeout),
+    def read_resource_f(self, uri: str, *, timeout: float | None = None,
+                        cache: str = "use") -> Future:
+        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``.
+        ``cache`` applies to a stateless server's cacheable answers."""
+        return then(self._request_f("resources/read", {"uri": uri}, timeout, cache),
                     lambda result: list(result.get("contents") or []))
 
-    def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.read_resource_f(uri, timeout=timeout), timeout or self.call_timeout)
+    def read_resource(self, uri: str, *, timeout: float | None = None,
+                      cache: str = "use") -> list[dict]:
+        return wait_bounded(self.read_resource_f(uri, timeout=timeout, cache=cache),
+                            timeout or self.call_timeout)
+
+    def list_skills_f(self, *, timeout: float | None = None) -> Future:
+        """A future of the server's skills (``skills/list``, every page): entries with their
+        ``uri``, ``frontmatter`` and ``resources`` (size and digest per file). Nothing is read.
+        See :mod:`raider_sync.skills`."""
+        from . import skills
+        seconds = timeout or self.call_timeout
+        return run_in_thread(lambda: skills.list_skills(self, seconds), f"raider-{self.key}-skills")
+
+    def list_skills(self, *, timeout: float | None = None) -> list[dict]:
+        return wait_bounded(self.list_skills_f(timeout=timeout), timeout or self.call_timeout)
+
+    def get_skill_f(self, uri: str, *, timeout: float | None = None) -> Future:
+        """A future of one skill, every file read and verified (size, sha256 digest, SKILL.md's
+        frontmatter against its entry): ``{uri, frontmatter, body, files}``. Fails with
+        SkillRejected on any mismatch, before anything more is read."""
+        from . import skills
+        seconds = timeout or self.call_timeout
+        return run_in_thread(lambda: skills.get_skill(self, uri, seconds),
+                             f"raider-{self.key}-skills")
+
+    def get_skill(self, uri: str, *, timeout: float | None = None) -> dict:
+        return wait_bounded(self.get_skill_f(uri, timeout=timeout), timeout or self.call_timeout)
 
     def ping(self, timeout: float = 10.0) -> None:
-        """Send ``ping``; raises when the server does not answer within ``timeout`` s."""
-        wait_bounded(self._request_f("ping", None, timeout), timeout)
+        """Send ``ping`` (a stateless server has none: ``server/discover`` instead); raises
+        when the server does not answer within ``timeout`` s."""
+        method = "server/discover" if self.era == "modern" else "ping"
+        wait_bounded(self._request_f(method, None, timeout), timeout)
 
-    def _request_f(self, method: str, params: dict | None, timeout: float | None) -> Future:
+    def _request_f(self, method: str, params: dict | None, timeout: float | None,
+                   cache: str = "use") -> Future:
         session = self._session
         if self._status != "connected" or session is None:
             return failed(self._not_connected())
         seconds = timeout if timeout is not None else self.call_timeout
-        return session.request_f(method, params, timeout=seconds)
+        return self._era.request_f(session, method, params, cache, timeout=seconds)
 
-    def _cached_list(self, method: str, field: str, shape: Callable[[list], list]) -> Future:
+    def _cached_list(self, method: str, field: str, shape: Callable[[list], list],
+                     cache: str = "use") -> Future:
         with self._lock:
-            future = self._lists.get(method)
+            future = self._lists.get(method) if cache == "use" else None
             if future is None:
                 future = self._lists[method] = self._background_f(
-                    lambda: shape(self._fetch_all(method, field, self.call_timeout)),
+                    lambda: shape(self._fetch_all(method, field, self.call_timeout,
+                                                  cache=cache)),
                     fallback=None, what=method)
                 future.add_done_callback(lambda done: self._forget_failed(method, done))
         return then(future, lambda items: copy.deepcopy(items or []))
@@ -527,14 +576,15 @@ class McpServer(ServerSurface):
                     del self._lists[method]
 
     def _fetch_all(self, method: str, field: str, timeout: float,
-                   timeout_message: str | None = None) -> list[dict]:
+                   timeout_message: str | None = None, cache: str = "use") -> list[dict]:
         """Every page of a paginated list, within ``timeout`` s in all."""
         def request(params: dict | None, seconds: float) -> dict:
             session = self._session
             if session is None:
                 raise self._not_connected()
-            return session.request(method, params, timeout=seconds,
-                                   timeout_message=timeout_message)
+            return wait_bounded(self._era.request_f(session, method, params, cache,
+                                                    timeout=seconds,
+                                                    timeout_message=timeout_message), seconds)
         return fetch_all_pages(request, field, timeout)
 
     def _background_f(self, fn: Callable[[], Any], *, fallback: Any, what: str) -> Future:
@@ -557,6 +607,7 @@ class McpServer(ServerSurface):
         return self.client_handlers.handle(method, params)
 
     def _handle_notification(self, method: str, params: dict) -> None:
+        self._era.offer(method, params)
         if method == "notifications/tools/list_changed":
             self._tools_changed()
         elif method == "notifications/prompts/list_changed":
@@ -570,6 +621,24 @@ class McpServer(ServerSurface):
             self._on_server_log(params)
         elif method == "notifications/resources/updated":
             self._on_resource_updated(params)
+
+    def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
+               uris=(), timeout: float | None = None):
+        """Subscribe to changes: the tool, prompt or resource lists, and updates of the
+        resources ``uris``. A :class:`~raider_sync.eras.listen.Subscription` (context
+        manager; ``next(timeout)``, ``events(timeout)``), the same in both eras (see
+        :mod:`raider_sync.eras.listen`). Blocks only in the handshake era, for
+        ``resources/subscribe`` (``timeout`` s each, default the call timeout). Raises
+        NotConnected, McpError."""
+        return self._era.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
+                                timeout=timeout or self.call_timeout)
+
+    def _lists_changed(self) -> None:
+        """Every list may have changed unannounced: fetch them again."""
+        with self._lock:
+            self._lists.clear()
+        if "tools" in self.capabilities:
+            self._tools_changed()
 
     def _tools_changed(self) -> None:
         # the re-list is under way before on_tools_changed runs, so a list_tools() it (or
@@ -651,6 +720,7 @@ class McpServer(ServerSurface):
             start_thread.join(self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5)
         in_background = threading.current_thread().name.startswith(f"raider-{self.key}-relist")
         self._background.shutdown(wait=not in_background, cancel_futures=True)
+        self._era.close()
         with self._lock:
             if not self._tools_future.done():
                 self._tools_future.set_result(None)
