@@ -1,6 +1,6 @@
 """make bench: every benchmark, raider_sync against the official SDK, in one run.
 
-    python -m bench [stdio|http|shell|gateway ...]
+    python -m bench [stdio|http|shell|gateway|telemetry ...]
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib
 import sys
 import time
 
-PARTS = ["stdio", "http", "shell", "gateway"]
+PARTS = ["stdio", "modern", "http", "shell", "gateway", "telemetry"]
 
 
 def main(argv: list[str]) -> int:

@@ -134,7 +134,8 @@ def measure_mode(label: str, flags: list[str]) -> dict[str, float]:
     floor = raider = sdk = None
     try:
         floor = Floor(url)
-        spec = McpConfig.from_dict({"mcpServers": {"bench": {"type": "http", "url": url}}}
+        spec = McpConfig.from_dict({"mcpServers": {"bench": {"type": "http", "url": url,
+                                                             "protocol": "legacy"}}}
                                    ).server("bench")
         raider = McpServer(spec)
         raider.start_f().result(30)

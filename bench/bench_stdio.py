@@ -28,8 +28,10 @@ ARGS = {"message": "hello"}
 
 
 def _spec(command: list[str]):
+    # the handshake era, as the SDK's ClientSession speaks it (bench_modern has the other)
     return McpConfig.from_dict({"mcpServers": {"bench": {"command": command[0],
-                                                          "args": command[1:]}}}).server("bench")
+                                                          "args": command[1:],
+                                                          "protocol": "legacy"}}}).server("bench")
 
 
 # -- raider_sync ---------------------------------------------------------------------------

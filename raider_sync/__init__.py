@@ -7,13 +7,16 @@ __version__ = "0.1.0"
 from .config import McpConfig, RestartPolicy, ServerSpec, tool_name  # noqa: E402
 from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
                      InvalidArgument, McpError, NotConnected, RaiderError, RequestTimeout,
-                     SchemaRefused, StructuredContentError, ToolError, ToolTimeout, TransportError,
-                     UnknownServer, UnknownTool, UnsupportedProtocol)
+                     SchemaRefused, SkillRejected, StructuredContentError, SubscriptionEnded,
+                     ToolError, ToolTimeout, TransportError, UnknownServer, UnknownTool,
+                     UnsupportedProtocol)
 from .hub import McpHub, ReloadResult  # noqa: E402
 from .resources import Resources  # noqa: E402
 from .results import ToolResult  # noqa: E402
 from .server import McpServer  # noqa: E402
+from .budget import ToolBudget  # noqa: E402
 from .shell import BashTools, Tasks  # noqa: E402
+from .telemetry import Telemetry  # noqa: E402
 from .toolserver import ToolServer  # noqa: E402
 
 __all__ = [
@@ -35,8 +38,12 @@ __all__ = [
     "RestartPolicy",
     "SchemaRefused",
     "ServerSpec",
+    "SkillRejected",
     "StructuredContentError",
+    "SubscriptionEnded",
     "Tasks",
+    "Telemetry",
+    "ToolBudget",
     "ToolError",
     "ToolResult",
     "ToolServer",

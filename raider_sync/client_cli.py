@@ -1,4 +1,5 @@
-"""The client's subcommands: servers, tools, call, prompt, resources, read, serve, demo.
+"""The client's subcommands: servers, tools, call, prompt, resources, templates, read, serve,
+demo.
 
 Config comes from ``--config FILE``, else ``./.mcp.json``, else the embedded default (the demo
 server shipped in the package, started with the current Python). ``--json`` prints machine-
@@ -8,16 +9,22 @@ readable output. Exit codes: 0 done, 1 a server failed or a tool answered with a
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import json
+import mimetypes
 import os
+import re
 import sys
 import threading
 import time
 from concurrent.futures import wait
 from typing import Any
+from urllib.parse import urlsplit
 
 from .config import McpConfig, ServerSpec
 from .errors import ConfigError, RaiderError
+from .notebook import ProgressBar
 from .server import McpServer
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -60,12 +67,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("tool")
     parser.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds the call may take")
+    parser.add_argument("--save", metavar="DIR",
+                        help="write the result's image, audio and resource blocks to files in DIR")
+    parser.add_argument("--max-tokens", type=_positive_int, metavar="N",
+                        help="tokens of result text passed on (default MAX_MCP_OUTPUT_TOKENS, "
+                             "else 25000)")
     parser = command("prompt", run_prompt, "render a prompt of a server")
     parser.add_argument("server")
     parser.add_argument("name")
     parser.add_argument("--args", default="{}", metavar="JSON")
     parser = command("resources", run_resources, "list the resources of the configured servers")
     parser.add_argument("server", nargs="?", help="only this server")
+    parser = command("templates", run_templates, "list the resource templates of a server")
+    parser.add_argument("server")
     parser = command("read", run_read, "read a resource of a server")
     parser.add_argument("server")
     parser.add_argument("uri")
@@ -85,16 +99,16 @@ class _Servers:
     progress while they start.
     """
 
-    def __init__(self, args, only: str | None = None, tool: str | None = None):
+    def __init__(self, args, only: str | None = None, tool: str | None = None, **options: Any):
         config = load_config(args.config)
         if only:
             specs = [config.server(only)]
         else:
             owner = owner_of_tool(config, tool) if tool else None
             specs = [owner] if owner is not None else config.servers
-        self.line = StatusLine() if sys.stderr.isatty() and not getattr(args, "json", False) else None
+        self.line = StatusLine() if _interactive(args) else None
         on_status = self.line.changed if self.line else None
-        self.servers = [McpServer(spec, on_status=on_status) for spec in specs]
+        self.servers = [McpServer(spec, on_status=on_status, **options) for spec in specs]
         self.warnings = config.warnings
         for warning in self.warnings:
             print(f"raider-sync: warning: {warning}", file=sys.stderr)
@@ -154,6 +168,21 @@ class StatusLine:
             self.stream.flush()
 
 
+def _interactive(args) -> bool:
+    """Whether to draw on stderr: a terminal, and no --json."""
+    return sys.stderr.isatty() and not getattr(args, "json", False)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {value}")
+    return value
+
+
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
@@ -189,11 +218,13 @@ def _json_arg(text: str, what: str) -> dict:
     return value
 
 
-def _text_of(result: dict) -> str:
+def _text_of(result: dict, saved: dict[int, str] | None = None) -> str:
     parts = []
-    for block in result.get("content") or []:
+    for index, block in enumerate(result.get("content") or []):
         if block.get("type") == "text":
             parts.append(block.get("text", ""))
+        elif saved and index in saved:
+            parts.append(f"[{block.get('type')} block saved to {saved[index]}]")
         else:
             parts.append(f"[{block.get('type')} block]")
     return "\n".join(parts)
@@ -250,14 +281,77 @@ def _tool_definitions(tools: list[dict], kind: str, strict: bool) -> list[dict]:
 @_guard
 def run_call(args) -> int:
     arguments = _json_arg(args.args, "--args")
-    with _Servers(args, tool=args.tool) as servers:  # only the tool's server, when named
+    options = {"max_output_tokens": args.max_tokens} if args.max_tokens else {}
+    with _Servers(args, tool=args.tool, **options) as servers:  # only the tool's server, when named
         server = _server_for_tool(servers, args.tool)
-        result = server.call_tool(args.tool, arguments, timeout=args.timeout)
+        bar = ProgressBar(args.tool, stream=sys.stderr) if _interactive(args) else None
+        try:
+            result = server.call_tool(args.tool, arguments, timeout=args.timeout, on_progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
+    saved = save_blocks(result, args.save) if args.save else {}
+    for path in saved.values():
+        print(f"raider-sync: saved {path}", file=sys.stderr)
     if args.json:
         _print_json(result)
     else:
-        print(_text_of(result))
+        print(_text_of(result, saved))
     return EXIT_FAILED if result.get("isError") else EXIT_OK
+
+
+def save_blocks(result: dict, folder: str) -> dict[int, str]:
+    """Write the image, audio and embedded resource blocks of ``result`` to files in
+    ``folder`` (made if missing); ``{block index: path}``. A file is named after its block's
+    index and the resource's last path segment, or its MIME type: never outside ``folder``.
+    Raises ConfigError when the folder cannot be written or a block's base64 is invalid."""
+    saved: dict[int, str] = {}
+    for index, block in enumerate(result.get("content") or []):
+        found = _block_file(block)
+        if found is None:
+            continue
+        stem, mime, data = found
+        name = f"{index}-{stem}{'' if os.path.splitext(stem)[1] else _extension(mime)}"
+        path = os.path.join(folder, name)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise ConfigError(f"--save: cannot write {path}: {exc.strerror or exc}") from exc
+        saved[index] = path
+    return saved
+
+
+def _block_file(block: Any) -> tuple[str, str, bytes] | None:
+    """(name stem, MIME type, bytes) of a block worth a file, else None."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind in ("image", "audio") and isinstance(block.get("data"), str):
+        return kind, str(block.get("mimeType") or ""), _b64(block["data"])
+    resource = block.get("resource")
+    if kind != "resource" or not isinstance(resource, dict):
+        return None
+    segment = urlsplit(str(resource.get("uri", ""))).path.rstrip("/").rsplit("/", 1)[-1]
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", segment).lstrip(".") or "resource"
+    mime = str(resource.get("mimeType") or "")
+    if isinstance(resource.get("blob"), str):
+        return stem, mime, _b64(resource["blob"])
+    if isinstance(resource.get("text"), str):
+        return stem, mime or "text/plain", resource["text"].encode()
+    return None
+
+
+def _b64(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (ValueError, binascii.Error) as exc:
+        raise ConfigError(f"--save: a block's base64 data is invalid: {exc}") from None
+
+
+def _extension(mime: str) -> str:
+    return mimetypes.guess_extension(mime.split(";")[0].strip()) or ".bin"
 
 
 @_guard
@@ -288,6 +382,24 @@ def run_resources(args) -> int:
     for server in failed:
         print(f"raider-sync: {server.name}: {server.status}: {server.reason}", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+@_guard
+def run_templates(args) -> int:
+    with _Servers(args, args.server) as (server,):
+        if server.status != "connected":
+            print(f"raider-sync: {server.name}: {server.status}: {server.reason}", file=sys.stderr)
+            return EXIT_FAILED
+        templates = server.list_resource_templates()
+    if args.json:
+        _print_json(templates)
+    elif templates:
+        _table([["URI TEMPLATE", "NAME", "TYPE"]] +
+               [[t.get("uriTemplate", ""), t.get("name", ""), t.get("mimeType") or ""]
+                for t in templates])
+    else:
+        print(f"{server.name} has no resource templates")
+    return EXIT_OK
 
 
 @_guard

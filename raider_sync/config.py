@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Literal, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -156,6 +156,8 @@ class ServerSpec(BaseModel):
     ``timeout`` is the call timeout in milliseconds (Claude Code's per-server ``timeout``);
     ``max_message_size`` (``maxMessageSize``) the bound in bytes on one received message.
     ``plugin_root``/``plugin_data`` mark a plugin's server (named ``plugin:NAME:SERVER``).
+    ``allowed_tools``/``disabled_tools`` (``allowedTools``/``disabledTools``) are tool names
+    or globs that narrow the tools offered (see :mod:`raider_sync.filters`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -176,6 +178,19 @@ class ServerSpec(BaseModel):
     project_dir: Optional[str] = Field(default=None, alias="projectDir")
     oauth: Optional[OAuthSettings] = None
     restart: Optional[RestartPolicy] = None
+    allowed_tools: Optional[list[Annotated[str, Field(min_length=1)]]] = Field(
+        default=None, alias="allowedTools")
+    disabled_tools: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, alias="disabledTools")
+    protocol: Optional[str] = None
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, value: Optional[str]) -> Optional[str]:
+        from .eras.modern import PROTOCOL_CHOICES
+        if value is not None and value not in PROTOCOL_CHOICES:
+            raise ValueError(f"must be one of {', '.join(PROTOCOL_CHOICES)}")
+        return value
 
     @model_validator(mode="before")
     @classmethod

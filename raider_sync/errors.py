@@ -16,7 +16,9 @@
      +-- AuthError                            an OAuth step failed: step, error, error_description
      |    +-- ConsentRequired                 ... a person must approve, and nobody can here
      +-- RequestTimeout (also TimeoutError)   a request ran out of time (and was cancelled)
-          +-- ToolTimeout                     ... a tools/call in particular
+     |    +-- ToolTimeout                     ... a tools/call in particular
+     +-- SubscriptionEnded                    a server.listen() stream ended; says how
+     +-- SkillRejected                        a skill failed verification; nothing of it used
 
 Foreign errors (OSError, requests, JSON) are mapped to these where they cross into
 raider_sync, with ``raise ... from exc``.
@@ -151,3 +153,11 @@ def _tool_error_message(result: dict) -> str:
         text = text[:300] + "…"
     tool = getattr(result, "tool", None)
     return f"tool {tool!r} reported an error: {text}" if tool else f"the tool reported an error: {text}"
+class SubscriptionEnded(RaiderError):
+    """The stream of a subscription (``McpServer.listen``) ended; the message says how.
+    Nothing is replayed: listen again and fetch again."""
+
+
+class SkillRejected(RaiderError):
+    """A skill (``McpServer.get_skill``) is not listed or failed verification: a file's size or
+    digest, or SKILL.md's frontmatter, differs from the skill's entry. Nothing of it is used."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import launch
+from .budget import ToolBudget, budget_of
 from .calls import seconds, tool_arguments, unknown_tool_message
 from .config import McpConfig, ServerSpec, find_named
 from .errors import RaiderError, UnknownServer, UnknownTool
@@ -57,8 +58,9 @@ class McpHub:
     plus mounted tool servers.
 
     ``server_options`` go to every :class:`McpServer` (``startup_timeout_ms``, ``kill_grace``,
-    ``on_status``, ``base_env``, ``max_output_tokens``, ``raise_on_error``, ...);
-    ``raise_on_error`` holds for the mounted tool servers' calls too. Thread-safe: tools may be called
+    ``on_status``, ``base_env``, ``max_output_tokens``, ``raise_on_error``, ``allowed_tools``,
+    ``disabled_tools``, ``on_log``, ...); ``raise_on_error`` holds for the mounted tool
+    servers' calls too. Thread-safe: tools may be called
     from any number of threads, also while :meth:`reload` runs. Threads it starts (one per
     server while stopping) are joined before the method returns.
     """
@@ -200,6 +202,34 @@ class McpHub:
         """Blocking :meth:`tools_f`; ``timeout`` (s, default 60) bounds the wait for a server
         that is re-listing its tools."""
         return self.tools_f().result(timeout or _DEFAULT_TIMEOUT_S)
+
+    def tool_budget_f(self) -> Future:
+        """A future of the :class:`~raider_sync.budget.ToolBudget` of every tool
+        :meth:`tools` lists: each tool's estimated token cost and each server's sum."""
+        sources = [c for c in self.clients if c.status in UP] + self.mounted
+        futures = [_guarded(source.list_tools_f) for source in sources]
+
+        def collect(_: Any) -> ToolBudget:
+            groups: dict[str, list[dict]] = {}
+            for source, future in zip(sources, futures, strict=True):
+                if future.exception() is None:
+                    groups.setdefault(source.name, []).extend(future.result())
+            return budget_of(groups)
+
+        return then(all_done(futures), collect)
+
+    def tool_budget(self, timeout: float | None = None) -> ToolBudget:
+        """Blocking :meth:`tool_budget_f`; ``timeout`` as for :meth:`tools`."""
+        return self.tool_budget_f().result(timeout or _DEFAULT_TIMEOUT_S)
+
+    def resource_templates(self, server: str | None = None, *,
+                           timeout: float | None = None) -> list[dict]:
+        """The resource templates of every connected server (or of ``server``), each with
+        the ``server`` it belongs to. Blocks up to ``timeout`` s per server (default its
+        call timeout); raises UnknownServer for a name not configured."""
+        clients = [self.client(server)] if server is not None else self.clients
+        return [{"server": client.name, **template} for client in clients
+                for template in client.list_resource_templates(timeout)]
 
     @property
     def tool_names(self) -> list[str]:

@@ -80,7 +80,11 @@ class Session:
     its notifications; ``on_close(error)`` is told when the transport ends, and
     ``on_settle(error)`` of every request's outcome (None for an answer), each before any
     waiting caller wakes, so what they record is seen by the caller who got the error.
+    ``observe(method, params, request_id)``, when set, is called for each request before it
+    is sent (it may add to ``params``) and returns a callback for the request's future.
     """
+
+    observe: Optional[Callable[[str, dict, Any], Callable[[Future], None]]] = None
 
     def __init__(self, transport, *, name: str,
                  handle_request: RequestHandler | None = None,
@@ -115,6 +119,9 @@ class Session:
         self._deadlines: list[tuple[float, int]] = []
         self._wake = threading.Condition(self._lock)
         self._watchdog: threading.Thread | None = None
+        #: ``stamp(method, params)``: the params every outgoing request is sent with (the
+        #: stateless revision puts its ``_meta`` in each); None sends them as given
+        self.stamp: Callable[[str, dict], dict] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -182,8 +189,12 @@ class Session:
         request_id = next(self._ids)
         future.request_id = request_id  # type: ignore[attr-defined]
         params = dict(params or {})
+        if self.stamp is not None:
+            params = self.stamp(method, params)
         if on_progress is not None:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
+        if self.observe is not None:  # telemetry: a span, and its context in params._meta
+            future.add_done_callback(self.observe(method, params, request_id))
         deadline = time.monotonic() + timeout
         entry = _Pending(future, method, timeout, timeout_message, timeout_error,
                          cancellable, on_progress, transform)
@@ -297,9 +308,14 @@ class Session:
         else:
             self._settle(request_id, **outcome)
 
+    def current_request_id(self) -> Any:
+        """The id of the peer's request the calling handler thread is answering, else None."""
+        return getattr(self._local, "request_id", None)
+
     def _answer(self, message: dict) -> None:
         request_id = message["id"]
         method = message["method"]
+        self._local.request_id = request_id
         try:
             if self._handle_request is None:
                 raise MethodNotFound(method)

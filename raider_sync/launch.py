@@ -70,15 +70,17 @@ def fingerprint_parts(spec: ServerSpec, base_env: Mapping[str, str]) -> dict[str
             what["project_dir"] = spec.project_dir or os.getcwd()
     what.update(transport=spec.transport, prefix=spec.key, timeout=call_timeout(spec),
                 max_message_size=spec.max_message_size)
+    if spec.allowed_tools is not None or spec.disabled_tools:  # another set of tools
+        what.update(allowed_tools=spec.allowed_tools, disabled_tools=spec.disabled_tools)
     return what
 
 
 def fingerprint(spec: ServerSpec, base_env: Mapping[str, str]) -> str:
     """What the server is started with, as one string: the transport, the command, arguments,
     working directory and whole environment (CLAUDE_PROJECT_DIR included) of a stdio server,
-    the URL and headers of an HTTP one, the tool prefix, the call timeout and the message size
-    limit. Equal fingerprints talk to the same thing. A digest, so secrets in env and headers
-    are never shown."""
+    the URL and headers of an HTTP one, the tool prefix, the call timeout, the message size
+    limit and the tool filter. Equal fingerprints talk to the same thing. A digest, so
+    secrets in env and headers are never shown."""
     what = fingerprint_parts(spec, base_env)
     digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
     return f"{spec.transport}:{spec.key}:{digest[:32]}"

@@ -21,7 +21,6 @@ from .config import RestartPolicy
 from .errors import ConnectionClosed, ConsentRequired, McpError, NotConnected, TransportError
 from .futures import Deadline, Deadlines, resolved, run_in_thread, settle
 from .jsonrpc import Session
-from .transports import open_transport
 from .transports.http_common import DeadlinePassed
 
 #: the statuses in which calls are sent
@@ -132,12 +131,12 @@ class Lifecycle:
                     raise NotConnected("stopped while starting")
                 self._forget_connection()
             self._notify_status()
-            transport = open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
-                                       max_message_size=self.max_message_size, auth=self.auth)
+            transport = self._open_transport()
             session = Session(transport, name=self.key, handle_request=self._handle_request,
                               handle_notification=self._handle_notification,
                               on_close=functools.partial(self._connection_lost, generation),
                               on_settle=functools.partial(self._settled, generation))
+            session.observe = self._observer
             with self._lock:
                 if generation != self._generation or self._status != "starting":
                     raise NotConnected("stopped while starting")
@@ -145,7 +144,7 @@ class Lifecycle:
             transport.renew_session = self._renew_session  # HTTP: servers may forget sessions
             deadline = Deadline(timeout)
             session.open(timeout=deadline.left())
-            self._handshake(session, deadline)
+            self._era.open(session, deadline)
             if "tools" in self.capabilities:  # a server without tools is not asked for them
                 self._fetch_tools(deadline.left(), self._startup_timeout_message())
             with self._lock:  # one step with _connection_lost: a lost connection fails the start
@@ -158,6 +157,7 @@ class Lifecycle:
             if lost is not None:
                 raise lost
             if connected:
+                self._era.connected()
                 self._notify_status()
         except BaseException as exc:  # noqa: BLE001 - start_f never fails
             if self._status != "stopped" and generation == self._generation:
@@ -268,6 +268,7 @@ class Lifecycle:
             waits.close()
         in_background = threading.current_thread().name.startswith(f"raider-{self.key}-relist")
         self._background.shutdown(wait=not in_background, cancel_futures=True)
+        self._era.close()
         with self._lock:
             if not self._tools_future.done():
                 self._tools_future.set_result(None)

@@ -1,9 +1,8 @@
 """The MCP revisions raider_sync speaks and the rules of the initialize handshake.
 
-raider_sync speaks the handshake era (2024-11-05 .. 2025-11-25): ``initialize``, then
+The handshake era (2024-11-05 .. 2025-11-25): ``initialize``, then
 ``notifications/initialized``. The stateless 2026-07-28 revision (``server/discover``, no
-session) is recognised and refused with a reason that says so; speaking it later means one
-more module beside this one, chosen by what the server answers.
+session) lives in :mod:`raider_sync.eras`, which picks the era by what the server answers.
 """
 from __future__ import annotations
 
@@ -18,14 +17,17 @@ STATELESS_PROTOCOL_VERSION = "2026-07-28"
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 MAX_PAGES = 1000
 
-STATELESS_REASON = (f"the server speaks only the stateless MCP revision {STATELESS_PROTOCOL_VERSION} "
-                    f"(server/discover), which raider_sync does not speak; it speaks "
+STATELESS_REASON = (f"the server refused initialize: it speaks only the stateless MCP revision "
+                    f"{STATELESS_PROTOCOL_VERSION}, which this connection does not use (protocol "
+                    f"is a handshake one, or the server did not answer server/discover); the "
+                    f"server supports {STATELESS_PROTOCOL_VERSION}, the handshake offers "
                     f"{', '.join(KNOWN_PROTOCOL_VERSIONS)}")
 
 
-def initialize_params(capabilities: dict, client_info: dict) -> dict:
+def initialize_params(capabilities: dict, client_info: dict,
+                      version: str = CLIENT_PROTOCOL_VERSION) -> dict:
     """The params of the ``initialize`` request raider_sync sends."""
-    return {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": capabilities,
+    return {"protocolVersion": version, "capabilities": capabilities,
             "clientInfo": client_info}
 
 

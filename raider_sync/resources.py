@@ -140,7 +140,10 @@ class Resources:
         after ``timeout`` s, default the server's call timeout)."""
         try:
             target = self._readable(server)
-            inner = target.read_resource_f(uri, timeout=timeout or self.timeout)
+            if uri.startswith("skill://") and hasattr(target, "list_skills_f"):
+                inner = _skill_read_f(target, uri, timeout or self.timeout)
+            else:
+                inner = target.read_resource_f(uri, timeout=timeout or self.timeout)
         except Exception as exc:  # noqa: BLE001 - the future carries every failure
             return failed(exc)
         return then(inner, contents_text)
@@ -397,3 +400,11 @@ def _wait(future: Future, timeout: float, what: str) -> Any:
             raise
         future.cancel()
         raise RequestTimeout(f"{what}: no answer within {timeout:g} s") from None
+
+
+def _skill_read_f(server: Any, uri: str, timeout: float | None) -> Future:
+    """A skill file read and checked against the skill's entry (SkillRejected if it differs)."""
+    from .futures import run_in_thread
+    from .skills import read_verified
+    seconds = timeout or server.call_timeout
+    return run_in_thread(lambda: read_verified(server, uri, seconds), f"raider-{server.key}-skill")

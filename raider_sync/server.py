@@ -34,13 +34,12 @@ from .results import ToolResult
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error)
+from .surface import LogCallback, ResourceCallback, ServerSurface
+from .transports import open_transport
+from .eras import era_seam
 
-_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
-               "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
-               "alert": logging.CRITICAL, "emergency": logging.CRITICAL}
 
-
-class McpServer(Lifecycle, Listings):
+class McpServer(Lifecycle, Listings, ServerSurface):
     """The client of one configured MCP server: stdio, Streamable HTTP or legacy HTTP+SSE.
 
     Options as the seed names them: ``startup_timeout_ms`` (default MCP_TIMEOUT, else 30000),
@@ -53,7 +52,11 @@ class McpServer(Lifecycle, Listings):
     ``auth``: an :class:`~raider_sync.auth.OAuth` (or ``fn(spec) -> OAuth``) for an HTTP
     server behind OAuth (default: one made from the entry's ``oauth`` block, which runs only
     when the server asks). A server that needs a person to authorize and has no consent
-    handler ends its start with status ``needs-auth``.
+    handler ends its start with status ``needs-auth``;
+    ``allowed_tools``/``disabled_tools`` (names or globs, narrowing the spec's own),
+    ``on_log(server, level, logger, data)``, ``on_resource_updated(server, uri)`` and
+    ``telemetry`` (see :mod:`raider_sync.surface` and :mod:`raider_sync.telemetry`);
+    ``protocol``, ``probe_timeout`` and ``max_input_rounds`` (see :mod:`raider_sync.eras`).
     ``restart`` (a :class:`RestartPolicy`, its dict, or True for the defaults; default the
     spec's ``restart``) restarts a crashed server on the next call.
     Thread-safe: any number of threads may call one server.
@@ -70,7 +73,12 @@ class McpServer(Lifecycle, Listings):
                  client_info: dict | None = None, roots: Roots | None = None,
                  on_sampling: Handler | None = None, on_elicitation: Handler | None = None,
                  max_message_size: int | None = None, raise_on_error: bool = False,
-                 auth: Any = None, restart: RestartPolicy | dict | bool | None = None):
+                 auth: Any = None, restart: RestartPolicy | dict | bool | None = None,
+                 allowed_tools: list[str] | None = None, disabled_tools: list[str] | None = None,
+                 on_log: LogCallback | None = None,
+                 on_resource_updated: ResourceCallback | None = None, telemetry: Any = None,
+                 protocol: str | None = None, probe_timeout: float = era_seam.PROBE_TIMEOUT,
+                 max_input_rounds: int = era_seam.MAX_INPUT_ROUNDS):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -94,6 +102,14 @@ class McpServer(Lifecycle, Listings):
         self.client_handlers = ClientCapabilities(roots=roots, on_sampling=on_sampling,
                                                   on_elicitation=on_elicitation)
         self.log = logging.getLogger(f"raider_sync.server.{spec.key}")
+        self._init_surface(allowed_tools=allowed_tools, disabled_tools=disabled_tools,
+                           on_log=on_log, on_resource_updated=on_resource_updated,
+                           telemetry=telemetry)
+        self.protocol = era_seam.check_choice(protocol or spec.protocol or "auto")
+        self.probe_timeout = probe_timeout
+        self.max_input_rounds = max_input_rounds
+        self.era: str | None = None  # "legacy" or "modern" once connected
+        self._era = era_seam.EraSeam(self)
 
         self._lock = threading.RLock()
         self._status = "configured"
@@ -202,12 +218,19 @@ class McpServer(Lifecycle, Listings):
 
     # -- the handshake (start, restart and stop: see Lifecycle) ---------------------------
 
+    def _open_transport(self):
+        """The transport of the spec, not yet started."""
+        return open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
+                              max_message_size=self.max_message_size, auth=self.auth)
+
     def _handshake(self, session: Session, deadline: Deadline,
-                   timeout_message: str | None = None) -> None:
+                   timeout_message: str | None = None,
+                   version: str = CLIENT_PROTOCOL_VERSION) -> None:
         """initialize, then notifications/initialized; raises what refuses the server."""
         try:
             result = session.request(
-                "initialize", initialize_params(self._client_capabilities(), self.client_info),
+                "initialize", initialize_params(self._client_capabilities(), self.client_info,
+                                                version),
                 timeout=deadline.left(), cancellable=False,
                 timeout_message=timeout_message or self._startup_timeout_message())
         except McpError as exc:
@@ -217,6 +240,7 @@ class McpServer(Lifecycle, Listings):
                 raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON) from None
             raise
         self.protocol_version = check_initialize_result(result)
+        self.era = "legacy"
         self.capabilities = dict(result.get("capabilities") or {})
         self.server_info = dict(result.get("serverInfo") or {})
         self.instructions = result.get("instructions")
@@ -238,6 +262,7 @@ class McpServer(Lifecycle, Listings):
         # not on this thread: it is inside the transport's renewal, which the re-list (and so
         # a list_tools() in the callback) waits for
         session.run_in_order(self._call_on_tools_changed)
+        session.run_in_order(self._resubscribe)  # the new session has no subscriptions
 
     def _startup_timeout_message(self) -> str:
         return f"startup timed out after {self.startup_timeout_ms / 1000:g} s (MCP_TIMEOUT)"
@@ -296,11 +321,19 @@ class McpServer(Lifecycle, Listings):
         original: dict[str, str] = {}
         output_schemas: dict[str, dict] = {}
         warnings: list[str] = []
+        filtered: list[str] = []
         for tool in tools:
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 warnings.append(f"a tool without a name was dropped: {str(tool)[:100]}")
                 continue
             prefixed = tool_name(self.key, tool["name"])
+            if not self.tool_filter.allows(tool["name"], prefixed):
+                filtered.append(tool["name"])  # allowedTools/disabledTools: not offered
+                continue
+            problem = self._era.check_tool(tool)
+            if problem is not None:
+                warnings.append(problem)
+                continue
             if prefixed in original:
                 warnings.append(
                     f"tool {tool['name']!r} dropped: its name {prefixed} collides with "
@@ -317,6 +350,7 @@ class McpServer(Lifecycle, Listings):
                 self._tools_set = asked
             self._tools, self._original = listed, original
             self._output_schemas = output_schemas
+            self.filtered_tools = filtered
             # a re-list finds the same problems again: say each once
             self.warnings.extend(w for w in warnings if w not in self.warnings)
 
@@ -374,8 +408,8 @@ class McpServer(Lifecycle, Listings):
             if original is None:
                 return failed(UnknownTool(unknown_tool_message(
                     f"MCP server {self.name!r} has no tool {name!r}", name, self.tool_names)))
-            return session.request_f(
-                "tools/call", {"name": original, "arguments": arguments},
+            return self._era.request_f(
+                session, "tools/call", {"name": original, "arguments": arguments},
                 timeout=left, on_progress=on_progress, timeout_error=ToolTimeout,
                 timeout_message=f"MCP tool call timed out after {bound:g} s",
                 transform=lambda result: self._shape_result(result, name, original, raising),
@@ -443,6 +477,7 @@ class McpServer(Lifecycle, Listings):
         return self.client_handlers.handle(method, params)
 
     def _handle_notification(self, method: str, params: dict) -> None:
+        self._era.offer(method, params)
         if method == "notifications/tools/list_changed":
             self._tools_changed()
         elif method == "notifications/prompts/list_changed":
@@ -453,9 +488,27 @@ class McpServer(Lifecycle, Listings):
                 self._lists.pop("resources/list", None)
                 self._lists.pop("resources/templates/list", None)
         elif method == "notifications/message":
-            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
-            self.log.log(level, "%s%s", f"[{params['logger']}] " if params.get("logger") else "",
-                         params.get("data"))
+            self._on_server_log(params)
+        elif method == "notifications/resources/updated":
+            self._on_resource_updated(params)
+
+    def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
+               uris=(), timeout: float | None = None):
+        """Subscribe to changes: the tool, prompt or resource lists, and updates of the
+        resources ``uris``. A :class:`~raider_sync.eras.listen.Subscription` (context
+        manager; ``next(timeout)``, ``events(timeout)``), the same in both eras (see
+        :mod:`raider_sync.eras.listen`). Blocks only in the handshake era, for
+        ``resources/subscribe`` (``timeout`` s each, default the call timeout). Raises
+        NotConnected, McpError."""
+        return self._era.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
+                                timeout=timeout or self.call_timeout)
+
+    def _lists_changed(self) -> None:
+        """Every list may have changed unannounced: fetch them again."""
+        with self._lock:
+            self._lists.clear()
+        if "tools" in self.capabilities:
+            self._tools_changed()
 
     def _tools_changed(self) -> None:
         # the re-list is under way before on_tools_changed runs, so a list_tools() it (or

@@ -1,11 +1,14 @@
-"""Serving a ToolServer as a real MCP server (the server side of the handshake era).
+"""Serving a ToolServer as a real MCP server, in either protocol era.
 
     serve_stdio(tool_server)      # blocks until stdin ends
 
 Answers initialize (the client's revision when raider_sync knows it, else its own), ping,
 tools/list (paginated), tools/call, resources/list, resources/read, prompts/list and
 prompts/get, and sends notifications/tools/list_changed when the tools change after the
-client said initialized.
+client said initialized. A client of the stateless revision (2026-07-28) is answered in that
+era instead (see :mod:`raider_sync.eras.served`): ``server/discover``, every request checked
+for its ``_meta``, results marked ``resultType: complete``, and ``subscriptions/listen``
+streams that carry the tool list's changes.
 """
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
+from .eras.modern import CACHEABLE, META_SUBSCRIPTION
+from .eras.served import ServedEra, check_envelope, discover_result, listen_ack
 from .errors import McpError, ToolTimeout, UnknownTool
 from .jsonrpc import MethodNotFound, Session
 from .protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
@@ -24,35 +29,17 @@ PAGE_SIZE = 100
 SERVE_WORKERS = 16
 
 
-class ServedSession:
-    """One client's conversation with a ToolServer over a transport."""
+class ToolServerAnswers:
+    """What a served ToolServer answers, whatever carries the requests (stdio, HTTP)."""
 
-    def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
+    def __init__(self, tool_server, *, page_size: int = PAGE_SIZE):
         self.tool_server = tool_server
         self.page_size = page_size
-        self._initialized = threading.Event()
-        self._ended = threading.Event()
-        self.session = Session(transport, name=f"{tool_server.key}-served",
-                               handle_request=self._request,
-                               handle_notification=self._notification,
-                               on_close=lambda error: self._ended.set(),
-                               request_workers=SERVE_WORKERS)
-        self.transport = transport
 
-    def run(self) -> None:
-        """Serve until the client goes away. Blocks."""
-        self.tool_server.add_listener(self._tools_changed)
-        try:
-            self.session.open()
-            self._ended.wait()
-        finally:
-            self.tool_server.remove_listener(self._tools_changed)
-            self.session.close()
-            self.transport.close()
+    def _progress_sender(self, token: Any):
+        return None  # nothing to send progress on
 
-    # -- requests ------------------------------------------------------------------------
-
-    def _request(self, method: str, params: dict) -> Any:
+    def _answer(self, method: str, params: dict) -> Any:
         server = self.tool_server
         if method == "initialize":
             return self._initialize(params)
@@ -82,25 +69,35 @@ class ServedSession:
             return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
         raise MethodNotFound(method)
 
-    def _progress_sender(self, token: Any):
-        """An on_progress that sends notifications/progress for the request's token."""
-        def send(progress: float, total: float | None = None, message: str | None = None) -> None:
-            params: dict[str, Any] = {"progressToken": token, "progress": progress}
-            if total is not None:
-                params["total"] = total
-            if message:
-                params["message"] = message
-            self.session.notify("notifications/progress", params)
-        return send
+    def _answer_modern(self, method: str, params: dict) -> Any:
+        """The answer to a request of the stateless revision (its _meta checked first)."""
+        check_envelope(params)
+        if method == "server/discover":
+            server = self.tool_server
+            return discover_result(self._capabilities(), server.server_info, server.instructions)
+        if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
+                      "subscriptions/listen"):
+            raise MethodNotFound(method)  # not part of the stateless revision (or not here)
+        result = self._answer(method, params)
+        if not isinstance(result, dict):
+            return result
+        if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced
+            result = {"ttlMs": 0, "cacheScope": "public", **result}
+        return {"resultType": "complete", **result}
 
-    def _initialize(self, params: dict) -> dict:
+    def _capabilities(self) -> dict:
         server = self.tool_server
-        asked = params.get("protocolVersion")
         capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
         if server.has_resources:
             capabilities["resources"] = {"listChanged": False}
         if server.has_prompts:
             capabilities["prompts"] = {"listChanged": False}
+        return capabilities
+
+    def _initialize(self, params: dict) -> dict:
+        server = self.tool_server
+        asked = params.get("protocolVersion")
+        capabilities = self._capabilities()
         result = {"protocolVersion": asked if asked in KNOWN_PROTOCOL_VERSIONS else CLIENT_PROTOCOL_VERSION,
                   "capabilities": capabilities, "serverInfo": dict(server.server_info)}
         if server.instructions:
@@ -117,15 +114,93 @@ class ServedSession:
             page["nextCursor"] = str(start + self.page_size)
         return page
 
+
+
+class ServedSession(ToolServerAnswers):
+    """One client's conversation with a ToolServer over a transport."""
+
+    def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
+        super().__init__(tool_server, page_size=page_size)
+        self._initialized = threading.Event()
+        self._ended = threading.Event()
+        self.session = Session(transport, name=f"{tool_server.key}-served",
+                               handle_request=self._request,
+                               handle_notification=self._notification,
+                               on_close=lambda error: self._ended.set(),
+                               request_workers=SERVE_WORKERS)
+        self.transport = transport
+        self.era = ServedEra()
+        self._listens: dict[Any, tuple[threading.Event, dict]] = {}
+        self._listens_lock = threading.Lock()
+
+    def run(self) -> None:
+        """Serve until the client goes away. Blocks."""
+        self.tool_server.add_listener(self._tools_changed)
+        try:
+            self.session.open()
+            self._ended.wait()
+        finally:
+            self.tool_server.remove_listener(self._tools_changed)
+            with self._listens_lock:
+                listens, self._listens = list(self._listens.values()), {}
+            for ended, _ in listens:  # their handler threads answer and end
+                ended.set()
+            self.session.close()
+            self.transport.close()
+
+    # -- requests ------------------------------------------------------------------------
+
+    def _request(self, method: str, params: dict) -> Any:
+        if self.era.claim(method, params) == "legacy":
+            return self._answer(method, params)
+        if method == "subscriptions/listen":
+            check_envelope(params)
+            return self._listen(params)
+        return self._answer_modern(method, params)
+
+    def _listen(self, params: dict) -> dict:
+        """One subscriptions/listen stream: acknowledged, then fed by _tools_changed until
+        the client cancels it or goes away. Blocks this handler thread meanwhile."""
+        request_id = self.session.current_request_id()
+        ack = listen_ack(params, request_id, {"toolsListChanged": True})
+        ended = threading.Event()
+        with self._listens_lock:
+            self._listens[request_id] = (ended, ack["notifications"])
+        self.session.notify("notifications/subscriptions/acknowledged", ack)
+        ended.wait()
+        return {"resultType": "complete", "_meta": ack["_meta"]}
+
+    def _progress_sender(self, token: Any):
+        """An on_progress that sends notifications/progress for the request's token."""
+        def send(progress: float, total: float | None = None, message: str | None = None) -> None:
+            params: dict[str, Any] = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message:
+                params["message"] = message
+            self.session.notify("notifications/progress", params)
+        return send
+
     # -- notifications -------------------------------------------------------------------
 
     def _notification(self, method: str, params: dict) -> None:
         if method == "notifications/initialized":
             self._initialized.set()
+        elif method == "notifications/cancelled":
+            with self._listens_lock:
+                listen = self._listens.pop(params.get("requestId"), None)
+            if listen is not None:
+                listen[0].set()
 
     def _tools_changed(self, _server) -> None:
         if self._initialized.is_set():
             self.session.notify("notifications/tools/list_changed")
+        with self._listens_lock:
+            listens = [(rid, honored) for rid, (_, honored) in self._listens.items()]
+        for request_id, honored in listens:
+            if honored.get("toolsListChanged"):
+                self.session.notify("notifications/tools/list_changed",
+                                    {"_meta": {META_SUBSCRIPTION: request_id}})
 
 
 def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None,

@@ -60,3 +60,13 @@ def test_serve_answers_a_client_typing_json(spawn):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_call_shows_progress_on_a_terminal(spawn):
+    child = spawn("call", "mcp__demo__wait", "--args", '{"seconds": 0.3, "steps": 3}')
+    child.expect(r"mcp__demo__wait \[#+\.*\] 1/3 step 1 of 3")
+    child.expect(r"\[#{30}\] 3/3 step 3 of 3")
+    child.expect(r"waited \d+\.\d\d s")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

@@ -55,7 +55,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from ..errors import AuthError, ConfigError
-from . import protocol
+from . import protocol, stateless
 from .config import GatewayConfig, GatewayServer
 from .limits import KeyLimits, default_limits
 from .sessions import SessionBinding
@@ -258,6 +258,11 @@ class Relay:
             return self._answer(start_response, event, started, *body)
         event["request_bytes"] = len(body)
         event["rpc"], event["tool"] = protocol.rpc_call(body)
+        if method == "POST":  # stateless requests: Mcp-Method/Mcp-Name must say what the body says
+            problem = stateless.problem(environ, body)
+            if problem is not None:
+                return self._answer_body(start_response, event, started, 400,
+                                         stateless.refusal(body, problem))
         bind = SessionBinding(token, event["key"], name)
         if not bind.accept(environ.get("HTTP_MCP_SESSION_ID")):
             return self._answer(start_response, event, started, 404, "session_not_found",

@@ -134,6 +134,12 @@ class Transport:
         is sent (HTTP sends it as MCP-Protocol-Version and opens its GET stream then).
         Nothing to do for most transports."""
 
+    def stateless(self, protocol_version: str | None,
+                  message_headers: Optional[Callable[[dict], dict]] = None) -> None:
+        """Told to speak the stateless revision ``protocol_version`` (None: the handshake era
+        again). HTTP then sends ``message_headers(message)`` with every message and keeps no
+        session. Nothing to do for most transports."""
+
     def kill_now(self) -> None:
         """End the connection at once, without grace periods."""
         self.close()

@@ -29,7 +29,9 @@ which fails that request only.
 """
 from __future__ import annotations
 
+import json
 import logging
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,8 +42,8 @@ import requests
 from ..errors import ConnectionClosed, RaiderError, TransportError
 from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, Transport,
                    decode_message, deliver_json, encode_message)
-from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, excerpt,
-                          media_type)
+from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, _socket_of,
+                          excerpt, media_type)
 from .sse_events import SseParser
 
 log = logging.getLogger("raider_sync.transports.http")
@@ -85,6 +87,8 @@ class StreamableHttpTransport(Transport):
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.renew_session: Callable[[float], None] | None = None
+        self._message_headers: Callable[[dict], dict] | None = None  # set: stateless era
+        self._answer_streams: dict[Any, requests.Response] = {}  # request id -> its stream
         self._deliver: Deliver | None = None
         self._closing = False
         self._closed = False
@@ -125,6 +129,16 @@ class StreamableHttpTransport(Transport):
         bound = LISTEN_READY_TIMEOUT if timeout is None else min(timeout, LISTEN_READY_TIMEOUT)
         self._listening.wait(bound)
 
+    def stateless(self, protocol_version: str | None,
+                  message_headers: Callable[[dict], dict] | None = None) -> None:
+        """Speak the stateless revision ``protocol_version``: every POST carries it as
+        MCP-Protocol-Version with ``message_headers(message)`` (Mcp-Method, Mcp-Name,
+        Mcp-Param-*); an HTTP error whose body is a JSON-RPC error answers its request with
+        that error; notifications are not sent (closing a stream is the cancel). None goes
+        back to the handshake era."""
+        self.protocol_version = protocol_version
+        self._message_headers = message_headers if protocol_version is not None else None
+
     def send(self, message: dict, *, deadline: float | None = None) -> None:
         """POST one message (blocks until the server answered its headers, and for a JSON
         answer until it is delivered; never past ``deadline``, a time.monotonic() value).
@@ -133,8 +147,16 @@ class StreamableHttpTransport(Transport):
             raise ConnectionClosed(f"the connection to MCP server {self.name!r} is closed")
         body = encode_message(message)
         request_id = message.get("id") if "method" in message else None
+        headers = self._message_headers
+        if headers is not None and request_id is None and "method" in message:
+            # the stateless revision has no client notifications over HTTP: closing the
+            # answer's stream is how a request is cancelled
+            if message["method"] == "notifications/cancelled":
+                self._close_answer((message.get("params") or {}).get("requestId"))
+            return
         try:
-            self._post(body, request_id, deadline)
+            self._post(body, request_id, deadline,
+                       headers(message) if headers is not None else None)
         except DeadlinePassed:
             if request_id is None:
                 raise
@@ -150,13 +172,17 @@ class StreamableHttpTransport(Transport):
 
     # -- POST ----------------------------------------------------------------------------
 
-    def _post(self, body: bytes, request_id: Any, deadline: float | None) -> None:
+    def _post(self, body: bytes, request_id: Any, deadline: float | None,
+              message_headers: dict | None = None) -> None:
         renewed = False
         while True:
             self._await_renewal(deadline)
             sid = self.session_id
-            response = self.channel.request("POST", self.url, extra_headers=self._headers(
-                sid, post=True), deadline=deadline, data=body)
+            headers = self._headers(sid, post=True)
+            if message_headers:
+                headers.update(message_headers)
+            response = self.channel.request("POST", self.url, extra_headers=headers,
+                                            deadline=deadline, data=body)
             self._learn_session(response)
             if sid is not None and not renewed and self._session_gone(response, sid):
                 self._renew(sid, deadline)
@@ -164,6 +190,14 @@ class StreamableHttpTransport(Transport):
                 continue
             break
         status = response.status_code
+        if (status >= 400 and status not in (401, 403) and message_headers is not None
+                and request_id is not None):
+            failure = self.channel.failure(response, f"MCP server {self.name!r} (POST)")
+            error = _error_answer(failure.body)
+            if error is None:
+                raise failure
+            self._deliver({"jsonrpc": "2.0", "id": request_id, "error": error})  # type: ignore[misc]
+            return
         if status >= 400:
             again = " with a new session" if renewed else ""
             raise self.channel.failure(response, f"MCP server {self.name!r} (POST{again})")
@@ -274,6 +308,8 @@ class StreamableHttpTransport(Transport):
         """Deliver the messages of a POST's event stream until its answer; resume a stream
         that ends early. Runs on a ``raider-<name>-stream`` worker."""
         parser = self.channel.parser()
+        if request_id is not None:
+            self._answer_streams[request_id] = response
         try:
             answered = self._pump(response, parser, deadline, request_id)
             resumes = 0
@@ -306,6 +342,18 @@ class StreamableHttpTransport(Transport):
                 self._fail(request_id, TransportError(
                     f"MCP server {self.name!r}: reading the answer failed: "
                     f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._answer_streams.pop(request_id, None)
+
+    def _close_answer(self, request_id: Any) -> None:
+        """Shut the stream a request's answer comes on (the stateless revision's cancel)."""
+        response = self._answer_streams.pop(request_id, None) if _hashable(request_id) else None
+        sock = _answer_socket(response) if response is not None else None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _resume(self, last_event_id: str, deadline: float | None) -> requests.Response:
         response = self.channel.request("GET", self.url, extra_headers=self._headers(
@@ -447,6 +495,8 @@ class StreamableHttpTransport(Transport):
             self._stopped.set()
             self._wake_listener.set()
             self.channel.abort()
+            for request_id in list(self._answer_streams):  # listen streams, answers under way
+                self._close_answer(request_id)
             listener = self._listener
             if listener is not None and listener is not threading.current_thread():
                 listener.join(10)
@@ -458,6 +508,34 @@ class StreamableHttpTransport(Transport):
 
     def _mark_reader(self) -> None:
         self._local.reader = True
+
+
+def _answer_socket(response: requests.Response):
+    """The socket an answer is read from. A server that says ``Connection: close`` has its
+    connection object let go of the socket (http.client), which then lives only in the
+    response's file: found there."""
+    sock = _socket_of(response.raw)
+    if sock is None:
+        fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int, float))
+
+
+def _error_answer(body: str) -> dict | None:
+    """The JSON-RPC error an HTTP error body carries (the stateless revision answers its
+    refusals so), else None."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    error = message.get("error") if isinstance(message, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), int):
+        return error
+    return None
 
 
 def _answers(message: Any, request_id: Any) -> bool:

@@ -64,7 +64,8 @@ def test_plain_call_in_both_answer_modes(fake, connect, answer):
 
 def test_headers_session_and_protocol_version_on_every_request(fake, connect):
     server = fake()
-    client = connect(server, {"headers": {"X-Team": "${TEAM}"}}, env={"TEAM": "blue"})
+    client = connect(server, {"headers": {"X-Team": "${TEAM}"}, "protocol": "legacy"},
+                     env={"TEAM": "blue"})
     client.call_tool("echo", {})
     client.stop()
     assert [m for m, *_ in server.seen][:1] == ["POST"]

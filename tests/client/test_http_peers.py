@@ -56,6 +56,9 @@ def client(peer):
     clients: list[McpServer] = []
 
     def make(**options) -> McpServer:
+        # the handshake era over HTTP (auto would speak the stateless revision to the SDK;
+        # tests/client/test_eras.py covers that)
+        options.setdefault("protocol", "legacy")
         server = McpServer(peer.spec("peer"), **options)
         clients.append(server)
         server.start_f().result(WAIT)
@@ -184,7 +187,8 @@ def test_session_expiry_after_a_restart_renews_and_relists(kind):
     need(kind)
     peer = PEERS[kind]().start()
     relisted = threading.Event()
-    srv = McpServer(peer.spec("peer"), on_tools_changed=lambda s: relisted.set())
+    srv = McpServer(peer.spec("peer"), on_tools_changed=lambda s: relisted.set(),
+                    protocol="legacy")
     try:
         srv.start_f().result(WAIT)
         assert srv.status == "connected", srv.reason

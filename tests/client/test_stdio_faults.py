@@ -89,7 +89,7 @@ def test_status_goes_configured_starting_connected_and_on_status_sees_each(start
 
 
 def test_handshake_facts(started):
-    server = started()
+    server = started(spec_extra={"protocol": "legacy"})
     assert server.protocol_version == "2025-11-25" == server.client_protocol_version
     assert server.known_protocol_versions == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
     assert server.server_info == {"name": "fake", "version": "1"}

@@ -12,9 +12,10 @@ from raider_sync import McpError, McpServer, ToolTimeout
 WAIT = 15.0
 
 
-@pytest.fixture
-def sdk(sdk_spec):
-    server = McpServer(sdk_spec, kill_grace=0.3)
+@pytest.fixture(params=["legacy", "auto"])
+def sdk(sdk_spec, request):
+    """The SDK's server in the handshake era, and in the stateless one (auto picks it)."""
+    server = McpServer(sdk_spec, kill_grace=0.3, protocol=request.param)
     assert server.initialize() is server
     assert server.status == "connected", server.reason
     yield server
@@ -26,12 +27,13 @@ def text_of(result: dict) -> str:
 
 
 def test_handshake(sdk):
-    assert sdk.protocol_version == "2025-11-25"
+    assert (sdk.era, sdk.protocol_version) in (("legacy", "2025-11-25"), ("modern", "2026-07-28"))
+    assert sdk.era == ("legacy" if sdk.protocol == "legacy" else "modern")
     assert sdk.server_info["name"] == "raider-test-sdk"
     assert sdk.instructions == "A test server built with the official SDK."
     assert sdk.has_prompts and sdk.has_resources
     assert sdk.tool_names == ["mcp__sdk__echo", "mcp__sdk__add", "mcp__sdk__slow",
-                              "mcp__sdk__grow", "mcp__sdk__fail"]
+                              "mcp__sdk__grow", "mcp__sdk__ask", "mcp__sdk__fail"]
 
 
 def test_calls(sdk):
@@ -77,7 +79,8 @@ def test_a_cancelled_future_leaves_the_server_usable(sdk):
     assert text_of(sdk.call_tool("mcp__sdk__echo", {"message": "still here"})) == "still here"
 
 
-def test_list_changed_refreshes_the_tools(sdk_spec):
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+def test_list_changed_refreshes_the_tools(sdk_spec, protocol):
     changed = threading.Event()
     listed_in_callback = []
 
@@ -85,7 +88,8 @@ def test_list_changed_refreshes_the_tools(sdk_spec):
         listed_in_callback.append([t["name"] for t in server.list_tools(timeout=WAIT)])
         changed.set()
 
-    with McpServer(sdk_spec, kill_grace=0.3, on_tools_changed=on_tools_changed) as server:
+    with McpServer(sdk_spec, kill_grace=0.3, on_tools_changed=on_tools_changed,
+                   protocol=protocol) as server:
         assert "mcp__sdk__extra" not in server.tool_names
         assert text_of(server.call_tool("mcp__sdk__grow", {})) == "grown"
         assert changed.wait(WAIT)

@@ -1,0 +1,258 @@
+"""Both protocol eras: the stateless 2026-07-28 revision beside the handshake, against the
+official SDK's server (dual-era and modern-only), server-everything (handshake only) and fakes
+for the faults real servers will not produce."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+
+import pytest
+from conftest import FAKES, SDK_SERVER, config_of, everything_available
+from fakes.http_peers import HttpPeer
+
+from raider_sync import McpError, McpServer, SubscriptionEnded, ToolTimeout
+from raider_sync.eras import negotiate
+
+WAIT = 15.0
+MODERN_FAKE = os.path.join(FAKES, "modern_fake.py")
+
+
+def sdk_stdio(mode: str = "stdio", **entry):
+    return config_of({"sdk": {"command": sys.executable, "args": [SDK_SERVER, mode],
+                              **entry}}).server("sdk")
+
+
+def fake(mode: str, **entry):
+    return config_of({"mf": {"command": sys.executable, "args": [MODERN_FAKE, mode],
+                             **entry}}).server("mf")
+
+
+@pytest.fixture
+def connect():
+    servers: list[McpServer] = []
+
+    def make(spec, **options) -> McpServer:
+        options.setdefault("kill_grace", 0.3)
+        server = McpServer(spec, **options)
+        servers.append(server)
+        server.start_f().result(WAIT * 2)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def text_of(result: dict) -> str:
+    return result["content"][0]["text"]
+
+
+# -- choosing the era ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol,era,version", [
+    ("auto", "modern", "2026-07-28"), ("modern", "modern", "2026-07-28"),
+    ("2026-07-28", "modern", "2026-07-28"), ("legacy", "legacy", "2025-11-25"),
+    ("2025-06-18", "legacy", "2025-06-18")])
+def test_the_sdk_server_in_either_era_reads_the_same(connect, protocol, era, version):
+    server = connect(sdk_stdio(protocol=protocol))
+    assert server.status == "connected", server.reason
+    assert (server.era, server.protocol_version) == (era, version)
+    assert server.server_info["name"] == "raider-test-sdk"
+    assert server.instructions == "A test server built with the official SDK."
+    assert {"tools", "prompts", "resources"} <= set(server.capabilities)
+    assert text_of(server.call_tool("mcp__sdk__add", {"a": 2, "b": 3})) == "5"
+
+
+def test_the_protocol_option_and_config_key_are_checked():
+    with pytest.raises(ValueError, match="protocol must be one of auto, legacy, modern"):
+        McpServer(sdk_stdio(), protocol="2030-01-01")
+    with pytest.raises(Exception, match="protocol"):
+        sdk_stdio(protocol="newest")
+
+
+def test_server_everything_falls_back_to_the_handshake_and_the_verdict_is_remembered(
+        connect, everything_js):
+    spec = config_of({"everything": {"command": "node", "args": [everything_js, "stdio"]}}
+                     ).server("everything")
+    server = connect(spec)
+    assert server.status == "connected", server.reason
+    assert server.era == "legacy" and server.protocol_version == "2025-11-25"
+    assert negotiate.remembered(server.fingerprint) == "legacy"
+    assert text_of(server.call_tool("mcp__everything__echo", {"message": "hi"})) == "Echo: hi"
+
+
+def test_a_modern_only_server(connect):
+    modern = connect(sdk_stdio("stdio-modern-only"))
+    assert modern.status == "connected", modern.reason
+    assert modern.era == "modern"
+    refused = connect(sdk_stdio("stdio-modern-only", protocol="legacy"))
+    assert refused.status == "failed"
+    assert "2026-07-28" in refused.reason and "2025-11-25" in refused.reason
+
+
+def test_garbage_from_discover_means_the_handshake(connect):
+    server = connect(fake("garbage"))
+    assert server.status == "connected", server.reason
+    assert server.era == "legacy" and server.server_info["name"] == "garbage-fake"
+    strict = connect(fake("garbage", protocol="modern"))
+    assert strict.status == "failed"
+    assert "not a discover result" in strict.reason and "'modern'" in strict.reason
+
+
+def test_a_server_that_lies_about_its_era_fails_with_its_answer(connect):
+    server = connect(fake("lies"))
+    assert server.status == "failed"
+    assert "Server not initialized" in server.reason
+
+
+# -- the stateless wire -------------------------------------------------------------------
+
+def seen(server: McpServer) -> list[dict]:
+    return json.loads(text_of(server.call_tool("mcp__mf__seen", {})))
+
+
+def test_every_request_carries_the_meta(connect):
+    server = connect(fake("plain"), client_info={"name": "me", "version": "9"},
+                     roots=["file:///tmp"])
+    assert server.era == "modern"
+    requests = [m for m in seen(server) if m["method"] != "notifications/cancelled"]
+    assert [m["method"] for m in requests][:3] == ["server/discover", "tools/list",
+                                                   "subscriptions/listen"]
+    for message in requests:
+        meta = message["params"]["_meta"]
+        assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "me", "version": "9"}
+        assert meta["io.modelcontextprotocol/clientCapabilities"] == {"roots": {}}
+
+
+def test_input_required_rounds_reach_the_handlers(connect):
+    server = connect(fake("plain"), roots=["file:///work"])
+    answer = json.loads(text_of(server.call_tool("mcp__mf__ask", {})))
+    assert answer["state"] == "again"
+    assert answer["responses"]["r"]["roots"][0]["uri"] == "file:///work"
+
+
+def test_input_required_without_a_handler_fails_the_call(connect):
+    server = connect(fake("plain"))
+    with pytest.raises(McpError, match="no handler"):
+        server.call_tool("mcp__mf__ask", {})
+
+
+def test_an_endless_input_loop_is_bounded(connect):
+    server = connect(fake("loop"), roots=["file:///work"], max_input_rounds=3)
+    with pytest.raises(McpError, match="asked for input 3 times"):
+        server.call_tool("mcp__mf__echo", {}, timeout=WAIT)
+    calls = [m for m in seen(server) if m["method"] == "tools/call"
+             and m["params"]["name"] == "echo"]
+    assert len(calls) == 4
+
+
+def test_header_mismatch_relists_and_retries_once(connect):
+    server = connect(fake("mismatch"))
+    assert text_of(server.call_tool("mcp__mf__echo", {})) == "echo"
+    methods = [m["method"] for m in seen(server)]
+    assert methods.count("tools/list") == 2
+
+
+def test_a_listen_stream_that_ends_ends_the_subscription(connect):
+    server = connect(fake("listen-ends"))
+    assert server.status == "connected", server.reason
+    sub = server.listen(tools=True)
+    with pytest.raises(SubscriptionEnded, match="listen stream ended"):
+        sub.next(WAIT)
+    assert list(sub.events(timeout=1)) == []
+    sub.close()
+
+
+def test_results_are_cached_by_their_ttl_and_each_call_chooses(connect):
+    server = connect(fake("plain"))
+
+    def read(**kw) -> str:
+        return server.read_resource("file:///a", **kw)[0]["text"]
+
+    assert read() == "read 1"
+    assert read() == "read 1", "fresh for its ttlMs: not asked again"
+    assert read(cache="refresh") == "read 2"
+    assert read() == "read 2"
+    assert read(cache="bypass") == "read 3"
+    assert read() == "read 2", "a bypassing read keeps nothing"
+    assert server.read_resource("file:///b")[0]["text"] == "read 4", "one entry per URI"
+    with pytest.raises(ValueError, match="cache must be one of use, refresh, bypass"):
+        read(cache="sometimes")
+
+
+# -- the SDK's server in the stateless era ----------------------------------------------
+
+def test_elicitation_in_both_eras(connect):
+    for protocol in ("legacy", "auto"):
+        server = connect(sdk_stdio(protocol=protocol),
+                         on_elicitation=lambda params: {"action": "accept",
+                                                        "content": {"answer": "Ada"}})
+        result = text_of(server.call_tool("mcp__sdk__ask", {"question": "Name?"}))
+        assert result.startswith("accept: Ada"), result
+
+
+def test_timeouts_and_cancellation_in_the_stateless_era(connect):
+    server = connect(sdk_stdio())
+    assert server.era == "modern"
+    with pytest.raises(ToolTimeout):
+        server.call_tool("mcp__sdk__slow", {"seconds": 30}, timeout=0.3)
+    future = server.call_tool_f("mcp__sdk__slow", {"seconds": 30})
+    assert future.cancel()
+    assert text_of(server.call_tool("mcp__sdk__echo", {"message": "after"})) == "after"
+
+
+def test_listen_sees_list_changes_in_both_eras(connect):
+    for protocol in ("legacy", "auto"):
+        server = connect(sdk_stdio(protocol=protocol))
+        with server.listen(tools=True) as sub:
+            assert sub.wait_acknowledged(WAIT)
+            assert sub.honored.get("toolsListChanged")
+            server.call_tool("mcp__sdk__grow", {})
+            event = sub.next(WAIT)
+            assert event is not None and event["method"] == "notifications/tools/list_changed"
+
+
+@pytest.mark.parametrize("flags", [(), ("--json",), ("--stateless",)])
+def test_the_sdk_server_over_http_in_the_stateless_era(flags):
+    peer = HttpPeer.sdk(*flags).start()
+    changed = threading.Event()
+    server = McpServer(peer.spec("peer"), on_tools_changed=lambda s: changed.set(),
+                       on_elicitation=lambda p: {"action": "accept", "content": {"answer": "x"}})
+    try:
+        server.start_f().result(WAIT)
+        assert server.status == "connected", server.reason
+        assert server.era == "modern" and server._transport.session_id is None
+        assert text_of(server.call_tool("mcp__peer__add", {"a": 1, "b": 2})) == "3"
+        steps = []
+        server.call_tool("mcp__peer__slow", {"seconds": 0.2},
+                         on_progress=lambda p, t, m: steps.append(p))
+        if "--json" not in flags:  # a JSON answer has no room for progress
+            assert steps == [1, 2, 3, 4]
+        assert server.read_resource("test://hello")[0]["text"] == "hello from the sdk"
+        assert server.get_prompt("greet", {"name": "B"})["messages"]
+        assert text_of(server.call_tool("mcp__peer__ask", {"question": "q"})).startswith("accept: x")
+        server.ping()
+        if "--json" not in flags:  # a listen stream needs event-stream answers
+            server.call_tool("mcp__peer__grow", {})
+            assert changed.wait(WAIT)
+    finally:
+        server.stop()
+        peer.close()
+
+
+def test_server_everything_over_http_falls_back(everything_js):
+    if not everything_available():
+        pytest.skip("server-everything is not installed")
+    peer = HttpPeer.everything().start()
+    server = McpServer(peer.spec("peer"))
+    try:
+        server.start_f().result(WAIT)
+        assert server.status == "connected", server.reason
+        assert server.era == "legacy"
+        assert text_of(server.call_tool("mcp__peer__echo", {"message": "hi"})) == "Echo: hi"
+    finally:
+        server.stop()
+        peer.close()

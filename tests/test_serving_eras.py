@@ -1,0 +1,81 @@
+"""A ToolServer served over stdio answers both eras: raider_sync and the official SDK's client,
+each in the stateless revision and in the handshake, get their own."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+
+import pytest
+from conftest import config_of
+
+from raider_sync import McpServer
+
+WAIT = 30.0
+DEMO = [sys.executable, "-m", "raider_sync.demo"]
+
+
+def demo_spec(**entry):
+    return config_of({"demo": {"command": DEMO[0], "args": DEMO[1:], **entry}}).server("demo")
+
+
+@pytest.mark.parametrize("protocol,era", [("auto", "modern"), ("legacy", "legacy")])
+def test_raider_sync_in_either_era(protocol, era):
+    with McpServer(demo_spec(protocol=protocol), kill_grace=0.3) as demo:
+        assert demo.status == "connected", demo.reason
+        assert demo.era == era and demo.server_info["name"] == "demo"
+        assert demo.call_tool("mcp__demo__add", {"a": 2, "b": 3})["content"][0]["text"] == "5"
+        assert demo.list_prompts() and demo.list_resources()
+        with demo.listen(tools=True) as sub:
+            assert sub.wait_acknowledged(WAIT)
+            assert sub.honored == {"toolsListChanged": True}
+        demo.ping()
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_the_sdk_client_in_either_era(mode):
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def run() -> tuple:
+        params = StdioServerParameters(command=DEMO[0], args=DEMO[1:])
+        async with Client(params, mode=mode) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("add", {"a": 4, "b": 5})
+            return [tool.name for tool in tools.tools], result.content[0].text
+
+    names, text = asyncio.run(asyncio.wait_for(run(), WAIT))
+    assert "add" in names and text == "9"
+
+
+def test_initialize_after_discover_is_refused():
+    """The era is fixed by the first request: a handshake after a stateless request gets
+    -32022 naming the revision served (what the SDK's servers answer too)."""
+    import io
+    import json
+
+    from raider_sync.serving import serve_stdio
+    from raider_sync.toolserver import ToolServer
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+             {"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+                 "protocolVersion": "2025-11-25", "capabilities": {},
+                 "clientInfo": {"name": "t", "version": "1"}}},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}]
+    stdin = io.BytesIO("".join(json.dumps(line) + "\n" for line in lines).encode())
+    stdout = io.BytesIO()
+    stdout.close = lambda: None  # keep what was written readable
+    with ToolServer("t") as tools:
+        tools.add_tool("noop", lambda: "ok")
+        done = threading.Event()
+        thread = threading.Thread(target=lambda: (serve_stdio(tools, stdin=stdin, stdout=stdout),
+                                                  done.set()))
+        thread.start()
+        thread.join(WAIT)
+    answers = {m["id"]: m for m in map(json.loads, stdout.getvalue().decode().splitlines())}
+    assert answers[1]["result"]["supportedVersions"] == ["2026-07-28"]
+    assert answers[2]["error"]["code"] == -32022
+    assert answers[3]["error"]["code"] == -32602, "a stateless request needs its _meta"
