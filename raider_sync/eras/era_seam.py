@@ -32,6 +32,9 @@ __all__ = ["EraSeam", "MAX_INPUT_ROUNDS", "PROBE_TIMEOUT", "check_choice"]
 
 log = logging.getLogger("raider_sync.eras")
 
+#: seconds a start waits for the server to acknowledge its own list-change listen
+ACKNOWLEDGE_WAIT = 2.0
+
 
 class EraSeam:
     """The era of one McpServer's connection, and how its requests are sent."""
@@ -99,14 +102,19 @@ class EraSeam:
         kinds = {kind: bool((self.server.capabilities.get(kind) or {}).get("listChanged"))
                  for kind in ("tools", "prompts", "resources")}
         if any(kinds.values()):
-            self._listen_internally(kinds)
+            sub = self._listen_internally(kinds)
+            # a change made right after the start is announced only to a listen the server
+            # already holds: wait (briefly) for its acknowledgement before saying connected
+            if sub is not None:
+                sub.wait_acknowledged(ACKNOWLEDGE_WAIT)
 
-    def _listen_internally(self, kinds: dict) -> None:
+    def _listen_internally(self, kinds: dict) -> Subscription | None:
         try:
-            self.listen(**kinds, uris=(), store=False, on_end=self._listen_again)
+            return self.listen(**kinds, uris=(), store=False, on_end=self._listen_again)
         except Exception as exc:  # noqa: BLE001 - lists are then only fetched on demand
             self.server.log.warning("%s: listening for list changes failed: %s",
                                     self.server.name, exc)
+            return None
 
     def _listen_again(self, ended: Subscription) -> None:
         """The internal listen ended under us: nothing is replayed, so listen again after a
