@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..errors import McpError
+from ..futures import settle
 from ..jsonrpc import INTERNAL_ERROR, MethodNotFound
 from .modern import HEADER_MISMATCH, result_type
 
@@ -67,26 +68,26 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
                 state["mismatch"] = True
                 _submit(pool, outer, relist_and_resend)
                 return
-            _set(outer, error=error)
+            settle(outer, error=error)
             return
         result = leg.result()
         try:
             kind = result_type(result)
         except McpError as exc:
-            _set(outer, error=exc)
+            settle(outer, error=exc)
             return
         if kind == "complete":
             if isinstance(result, dict) and "resultType" in result:
                 # protocol machinery, like the id: results read the same in both eras
                 result = {k: v for k, v in result.items() if k != "resultType"}
             try:
-                _set(outer, result=transform(result) if transform is not None else result)
+                settle(outer, result=transform(result) if transform is not None else result)
             except Exception as exc:  # noqa: BLE001 - the future carries it
-                _set(outer, error=exc)
+                settle(outer, error=exc)
             return
         state["rounds"] += 1
         if state["rounds"] > max_rounds:
-            _set(outer, error=McpError(INTERNAL_ERROR, f"{method}: the server asked for input "
+            settle(outer, error=McpError(INTERNAL_ERROR, f"{method}: the server asked for input "
                                                        f"{max_rounds} times and still wants more; "
                                                        f"given up"))
             return
@@ -118,7 +119,7 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
     try:
         send_leg(dict(params))
     except Exception as exc:  # noqa: BLE001 - the future carries it
-        _set(outer, error=exc)
+        settle(outer, error=exc)
     return outer
 
 
@@ -139,18 +140,8 @@ def _submit(pool: ThreadPoolExecutor, outer: Future, fn: Callable, *args: Any) -
         try:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - the future carries it
-            _set(outer, error=exc)
+            settle(outer, error=exc)
     try:
         pool.submit(run)
     except RuntimeError:
-        _set(outer, error=McpError(INTERNAL_ERROR, "the client is stopping"))
-
-
-def _set(future: Future, *, result: Any = None, error: BaseException | None = None) -> None:
-    try:
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-    except InvalidStateError:
-        pass
+        settle(outer, error=McpError(INTERNAL_ERROR, "the client is stopping"))
