@@ -18,6 +18,7 @@ from .errors import ConfigError, McpError
 from .filters import ToolFilter
 from .futures import failed, then, wait_bounded
 from .jsonrpc import METHOD_NOT_FOUND, ProgressCallback
+from .lifecycle import UP
 
 #: the MCP log levels (RFC 5424's), least severe first, and the stdlib level each maps to
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
@@ -187,7 +188,7 @@ class ServerSurface:
         if params is not None and not isinstance(params, dict):
             raise ConfigError(f"params: expected a dict, not {type(params).__name__}")
         session = self._session
-        if self.status not in ("connected", "degraded") or session is None:
+        if self.status not in UP or session is None:
             return failed(self._not_connected())
         return session.request_f(method, params, on_progress=on_progress,
                                  timeout=timeout if timeout is not None else self.call_timeout)
@@ -220,7 +221,7 @@ class ServerSurface:
 
     def _lacks(self, capability: str, what: str, sub: str | None = None) -> Optional[Future]:
         """A failed future when the connected server does not declare ``capability``."""
-        if self.status not in ("connected", "degraded"):
+        if self.status not in UP:
             return None
         declared = self.capabilities.get(capability)
         if capability in self.capabilities and (

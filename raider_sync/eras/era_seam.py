@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..futures import Deadline, failed, resolved
+from ..lifecycle import UP
 from .cache import ResultCache, check_mode
 from ..transports.http_headers import InvalidAnnotation, header_params, message_headers
 from .listen import (ACKNOWLEDGED, KINDS, LISTEN_TIMEOUT, UPDATED, Subscription,
@@ -120,7 +121,7 @@ class EraSeam:
         """The internal listen ended under us: nothing is replayed, so listen again after a
         pause and fetch the lists again."""
         def again() -> None:
-            if self._stopping.wait(1.0) or self.server.status not in ("connected", "degraded"):
+            if self._stopping.wait(1.0) or self.server.status not in UP:
                 return
             kinds = {kind: bool(ended.wanted["notifications"].get(f"{kind}ListChanged"))
                      for kind in ("tools", "prompts", "resources")}
@@ -198,7 +199,7 @@ class EraSeam:
         for each). Raises NotConnected, McpError."""
         server = self.server
         session = server._session
-        if server.status not in ("connected", "degraded", "starting") or session is None:
+        if server.status not in (*UP, "starting") or session is None:
             raise server._not_connected()
         uris = [str(uri) for uri in uris]
         wanted = listen_params(tools, prompts, resources, uris)

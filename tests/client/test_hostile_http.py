@@ -8,18 +8,11 @@ import tracemalloc
 
 import pytest
 from conftest import config_of, poll
-from fakes.http_fault_server import fault_servers
 
 from raider_sync import ConnectionClosed, McpServer, TransportError
 
 WAIT = 15.0
 MiB = 1 << 20
-
-
-@pytest.fixture
-def fake():
-    """``fake(**options)``: a started FaultServer, stopped afterwards."""
-    yield from fault_servers()
 
 
 @pytest.fixture

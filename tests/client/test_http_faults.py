@@ -11,7 +11,7 @@ import time
 
 import pytest
 from conftest import config_of, poll as _poll
-from fakes.http_fault_server import FaultServer, fault_servers
+from fakes.http_fault_server import FaultServer
 
 from raider_sync import (ConnectionClosed, McpServer, NotConnected, ToolTimeout,
                          TransportError)
@@ -22,12 +22,6 @@ WAIT = 10.0
 
 def poll(predicate, timeout: float = WAIT, what: str = "condition"):
     return _poll(predicate, timeout, what)
-
-
-@pytest.fixture
-def fake():
-    """``fake(**options)``: a started FaultServer, stopped afterwards."""
-    yield from fault_servers()
 
 
 @pytest.fixture
