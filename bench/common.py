@@ -1,18 +1,27 @@
 """Timing helpers and the servers the benchmarks run against."""
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS = os.path.join(ROOT, "tests", "peers")
 SDK_SERVER = os.path.join(PEERS, "sdk_server.py")
 EVERYTHING_JS = os.path.join(PEERS, "node_modules", "@modelcontextprotocol", "server-everything",
                              "dist", "index.js")
+BENCH = os.path.dirname(os.path.abspath(__file__))
+SIZED_SERVER = os.path.join(BENCH, "sized_server.py")
+TINY_SERVER = os.path.join(BENCH, "tiny_server.cjs")
+QUICK = False  # python -m bench --quick: one round where a leg would take three
 
 
 def stdio_servers() -> list[tuple[str, list[str]]]:
@@ -37,12 +46,34 @@ def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
+def rounds(full: int = 3) -> int:
+    """How many rounds a leg runs: ``full``, or one with ``--quick``."""
+    return 1 if QUICK else full
+
+
+def rotated(ways: dict[str, Callable[[], float]], count: int) -> dict[str, float]:
+    """Run every way once per round, ``count`` rounds, each round starting one way further
+    along (so no way always runs first, or right after the same neighbour); the median of
+    each way's figures over the rounds."""
+    names = list(ways)
+    figures: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(count):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            figures[name].append(ways[name]())
+    return {name: statistics.median(values) for name, values in figures.items()}
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:8.3f} ms"
 
 
 def ratio(ours: float, theirs: float) -> str:
     return f"{ours / theirs:5.2f}x" if theirs else "  n/a"
+
+
+def mb(size: float) -> str:
+    return f"{size / 2**20:7.1f} MB"
 
 
 def table(title: str, rows: list[tuple[str, ...]]) -> None:
@@ -90,3 +121,51 @@ def stop_process(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+# -- the client process: memory and threads ------------------------------------------------
+
+def peak_rss() -> int:
+    """Bytes: the highest resident set size of this process so far (ru_maxrss, in KiB on
+    Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def status_field(name: str) -> int:
+    """A number from /proc/self/status (``VmRSS`` in bytes, ``Threads`` as a count): what
+    the kernel counts, native threads included."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(name + ":"):
+                value = int(line.split()[1])
+                return value * 1024 if line.rstrip().endswith("kB") else value
+    raise KeyError(name)
+
+
+def run_child(module: str, args: list[str], timeout: float = 120.0) -> dict:
+    """Run ``python -m MODULE ARGS`` in a fresh process (so its peaks are its own) and
+    return the JSON object it prints last. Raises RuntimeError with its stderr if it fails,
+    subprocess.TimeoutExpired (after killing it) if it takes longer than ``timeout`` s."""
+    done = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{module} {' '.join(args)} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class LoopThread:
+    """An event loop in a thread, for async clients driven from the benchmark's sync code:
+    :meth:`run` blocks (at most ``timeout`` s) on a coroutine run in the loop."""
+
+    def __init__(self, name: str = "bench-loop"):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name)
+        self.thread.start()
+
+    def run(self, coro, timeout: float = 120.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()
