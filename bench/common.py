@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS = os.path.join(ROOT, "tests", "peers")
@@ -51,17 +52,20 @@ def rounds(full: int = 3) -> int:
     return 1 if QUICK else full
 
 
-def rotated(ways: dict[str, Callable[[], float]], count: int) -> dict[str, float]:
+def rotated(ways: dict[str, Callable[[], Any]], count: int) -> dict[str, Any]:
     """Run every way once per round, ``count`` rounds, each round starting one way further
     along (so no way always runs first, or right after the same neighbour); the median of
-    each way's figures over the rounds."""
+    each way's figures over the rounds. A way returns a number, or a tuple of numbers (each
+    place gets its own median)."""
     names = list(ways)
-    figures: dict[str, list[float]] = {name: [] for name in names}
+    figures: dict[str, list] = {name: [] for name in names}
     for round_ in range(count):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
             figures[name].append(ways[name]())
-    return {name: statistics.median(values) for name, values in figures.items()}
+    return {name: tuple(map(statistics.median, zip(*values, strict=True)))
+            if isinstance(values[0], tuple) else statistics.median(values)
+            for name, values in figures.items()}
 
 
 def ms(seconds: float) -> str:

@@ -24,11 +24,6 @@ import time
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 
-from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
 from raider_sync import McpConfig, McpServer
 
 from .common import LoopThread, timed
@@ -157,6 +152,9 @@ class SdkPeer(AsyncPeer):
 
     @asynccontextmanager
     async def _session(self, command: list[str]):
+        # imported here, not at the top: a child process measuring another client skips them
+        from mcp.client.session import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
         params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
@@ -173,6 +171,8 @@ class FastMcpPeer(AsyncPeer):
 
     @asynccontextmanager
     async def _session(self, command: list[str]):
+        from fastmcp import Client
+        from fastmcp.client.transports import StdioTransport
         transport = StdioTransport(command[0], command[1:], env=dict(os.environ), keep_alive=False)
         async with Client(transport, mode="legacy") as client:
             await client.list_tools()
