@@ -1,6 +1,9 @@
-"""make bench: every benchmark, raider_sync against the official SDK, in one run.
+"""make bench: every benchmark, raider_sync against the official SDK and FastMCP, in one run.
 
-    python -m bench [stdio|http|shell|gateway|telemetry ...]
+    python -m bench [--quick] [stdio|callers|sizes|servers|modern|http|shell|gateway|telemetry ...]
+
+No leg named: all of them. ``--quick``: one round where a leg would take several (a smoke
+run of the harness; the figures are noisier).
 """
 from __future__ import annotations
 
@@ -8,10 +11,20 @@ import importlib
 import sys
 import time
 
-PARTS = ["stdio", "modern", "http", "shell", "gateway", "telemetry"]
+from . import common
+
+PARTS = ["stdio", "callers", "sizes", "servers", "modern", "http", "shell", "gateway", "telemetry"]
 
 
 def main(argv: list[str]) -> int:
+    if "--quick" in argv:
+        common.QUICK = True
+        argv = [arg for arg in argv if arg != "--quick"]
+    unknown = [part for part in argv if part not in PARTS]
+    if unknown:
+        print(f"unknown leg(s): {', '.join(unknown)}; the legs: {', '.join(PARTS)}",
+              file=sys.stderr)
+        return 2
     wanted = argv or PARTS
     print("raider_sync benchmarks (ratios: raider_sync / other; below 1.00x means raider_sync is faster"
           " for times)")
