@@ -4,7 +4,7 @@ The server is ``bench/sized_server.py`` (the official SDK's server, one text blo
 structured copy). For each client and size, a fresh process (``python -m bench.bench_sizes
 child CLIENT SIZE``) connects, makes one small call, takes its peak RSS as the baseline, then
 makes the sized calls: the figures are the p50 time per call and the growth of the peak RSS
-(``ru_maxrss`` after, minus the baseline), so that no variant inherits another's peak. The
+(``VmHWM`` after, minus the baseline), so that no variant inherits another's peak. The
 clients: the floor (a buffered raw pipe: ``readline`` and ``json.loads``), raider_sync (its
 output limit raised so the whole text comes back, as from the others), the SDK's
 ``ClientSession`` and FastMCP's ``Client``. Processes run in rotated rounds; the median of
@@ -86,7 +86,7 @@ def main() -> None:
     ours, floor = results["10 MB"]["raider_sync"][1], results["10 MB"]["floor"][1]
     verdict = "ok" if ours <= TARGET * floor else "MISSED"
     print(f"  (ratio: raider_sync / it.) target: peak RSS growth on 10 MB within {TARGET}x the "
-          f"floor's: {ours / floor if floor else float('inf'):.2f}x {verdict}")
+          f"floor's: {ratio(ours, floor).strip()} {verdict}")
     print(f"  (sizes leg took {time.monotonic() - started:.1f} s)")
 
 

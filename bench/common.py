@@ -130,9 +130,13 @@ def stop_process(proc: subprocess.Popen) -> None:
 # -- the client process: memory and threads ------------------------------------------------
 
 def peak_rss() -> int:
-    """Bytes: the highest resident set size of this process so far (ru_maxrss, in KiB on
-    Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """Bytes: the highest resident set size of this process's memory so far (``VmHWM``).
+    Not ``ru_maxrss``: Linux carries that across fork and exec, so a child of a big parent
+    starts with the parent's peak and a smaller growth of its own never shows."""
+    try:
+        return status_field("VmHWM")
+    except (OSError, KeyError):  # no /proc: the peak as getrusage has it (KiB on Linux)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def status_field(name: str) -> int:
