@@ -24,7 +24,7 @@ import sys
 import time
 from contextlib import AsyncExitStack
 
-from .common import TINY_SERVER, mb, ms, ratio, rotated, rounds, run_child, status_field, table
+from .common import TINY_SERVER, mb, ratio, rotated, rounds, run_child, status_field, table
 
 COUNTS = (1, 10, 50)
 ROUNDS = {1: 3, 10: 1, 50: 1}  # 50 node servers cost a minute of CPU per client
@@ -130,12 +130,16 @@ def measure(count: int) -> dict[str, tuple[float, float, float, float]]:
 
 
 
+def seconds(value: float) -> str:
+    return f"{value:8.2f} s"
+
+
 def main() -> None:
     started = time.monotonic()
     results = {count: measure(count) for count in COUNTS}
     rows = [("servers", "measure", "raider_sync", "SDK", "ratio", "FastMCP", "ratio")]
     for count, figures in results.items():
-        for index, (name, fmt) in enumerate((("all connected", ms), ("client RSS, idle", mb),
+        for index, (name, fmt) in enumerate((("all connected", seconds), ("client RSS, idle", mb),
                                              ("threads, idle", lambda n: f"{n:7.0f}"),
                                              ("threads per server", lambda n: f"{n:7.2f}"))):
             ours = figures["raider_sync"][index]
