@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 
 from .common import ratio, rotated, rounds, stdio_servers, table
-from .floor import RawPipe
-from .stdio_peers import FastMcpPeer, RaiderPeer, SdkPeer
+from .stdio_peers import all_connected
 
 COUNTS = (1, 4, 16, 64)
 TOTAL = 640      # calls per client, count and round
@@ -21,13 +20,7 @@ ARGS = {"message": "hello"}
 
 
 def throughputs(command: list[str]) -> dict[int, dict[str, float]]:
-    peers = []
-    try:
-        for peer_class in (RawPipe, RaiderPeer, SdkPeer, FastMcpPeer):
-            peers.append(peer_class(command))
-        floor, *clients = peers
-        for peer in peers:
-            peer.times(WARMUP, "echo", ARGS)
+    with all_connected(command, WARMUP, "echo", ARGS) as (floor, *clients):
         results = {}
         for callers in COUNTS:
             ways = {"floor": lambda n=callers: floor.pipelined(n, TOTAL, "echo", ARGS)}
@@ -36,9 +29,6 @@ def throughputs(command: list[str]) -> dict[int, dict[str, float]]:
                                      c.throughput(n, TOTAL // n, "echo", ARGS))
             results[callers] = rotated(ways, rounds(3))
         return results
-    finally:
-        for peer in peers:
-            peer.close()
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import time
 
 from .common import ms, p50, ratio, rotated, rounds, stdio_servers, table
 from .floor import RawPipe
-from .stdio_peers import FastMcpPeer, RaiderPeer, SdkPeer
+from .stdio_peers import FastMcpPeer, RaiderPeer, SdkPeer, all_connected
 
 CONNECT_ROUNDS = 3
 CALL_ROUNDS = 5
@@ -44,24 +44,14 @@ def connect_times(command: list[str]) -> dict[str, float]:
 
 def call_times(command: list[str]) -> dict[str, float]:
     """The p50 of a sequential echo call, per client, all connected at once."""
-    peers = []
-    try:
-        for peer_class in PEERS:
-            peers.append(peer_class(command))
-        floor, raider, sdk, fastmcp = peers
-        ways = {
+    with all_connected(command, WARMUP, "echo", ARGS) as (floor, raider, sdk, fastmcp):
+        return rotated({
             "floor": lambda: p50(floor.times(CALLS, "echo", ARGS)),
             "raider_sync": lambda: p50(raider.times(CALLS, "echo", ARGS)),
             "SDK": lambda: p50(sdk.times(CALLS, "echo", ARGS)),
             "SDK from sync": lambda: p50(sdk.times_from_sync(CALLS, "echo", ARGS)),
             "FastMCP": lambda: p50(fastmcp.times(CALLS, "echo", ARGS)),
-        }
-        for peer in peers:
-            peer.times(WARMUP, "echo", ARGS)
-        return rotated(ways, rounds(CALL_ROUNDS))
-    finally:
-        for peer in peers:
-            peer.close()
+        }, rounds(CALL_ROUNDS))
 
 
 def main() -> None:

@@ -22,11 +22,12 @@ import os
 import threading
 import time
 from concurrent.futures import Future
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 
 from raider_sync import McpConfig, McpServer
 
 from .common import LoopThread, timed
+from .floor import RawPipe
 
 CONNECT_TIMEOUT = 120.0
 
@@ -180,3 +181,20 @@ class FastMcpPeer(AsyncPeer):
             async def call(tool: str, args: dict) -> str:
                 return (await client.call_tool(tool, args)).content[0].text
             yield call
+
+
+@contextmanager
+def all_connected(command: list[str], warmup: int, tool: str, args: dict):
+    """The floor, raider_sync, the SDK and FastMCP (in that order), each connected to a server
+    of its own started from ``command`` and warmed up with ``warmup`` calls; all closed on the
+    way out."""
+    peers: list = []
+    try:
+        for peer_class in (RawPipe, RaiderPeer, SdkPeer, FastMcpPeer):
+            peers.append(peer_class(command))
+        for peer in peers:
+            peer.times(warmup, tool, args)
+        yield peers
+    finally:
+        for peer in peers:
+            peer.close()
