@@ -24,7 +24,7 @@ import sys
 import time
 from contextlib import AsyncExitStack
 
-from .common import TINY_SERVER, mb, ratio, rotated, rounds, run_child, status_field, table
+from .common import TINY_SERVER, mb, measure_rows, rotated, rounds, run_child, status_field, table
 
 COUNTS = (1, 10, 50)
 ROUNDS = {1: 3, 10: 1, 50: 1}  # 50 node servers cost a minute of CPU per client
@@ -137,16 +137,10 @@ def seconds(value: float) -> str:
 def main() -> None:
     started = time.monotonic()
     results = {count: measure(count) for count in COUNTS}
-    rows = [("servers", "measure", "raider_sync", "SDK", "ratio", "FastMCP", "ratio")]
-    for count, figures in results.items():
-        for index, (name, fmt) in enumerate((("all connected", seconds), ("client RSS, idle", mb),
-                                             ("threads, idle", lambda n: f"{n:7.0f}"),
-                                             ("threads per server", lambda n: f"{n:7.2f}"))):
-            ours = figures["raider_sync"][index]
-            row = [str(count) if index == 0 else "", name, fmt(ours)]
-            for client in CLIENTS[1:]:
-                row += [fmt(figures[client][index]), ratio(ours, figures[client][index])]
-            rows.append(tuple(row))
+    rows = measure_rows("servers", {str(count): figures for count, figures in results.items()},
+                        CLIENTS, [("all connected", seconds), ("client RSS, idle", mb),
+                                  ("threads, idle", lambda n: f"{n:7.0f}"),
+                                  ("threads per server", lambda n: f"{n:7.2f}")])
     table("many servers: tiny-server (node), one client process (medians of rotated rounds: "
           f"{', '.join(f'{rounds(ROUNDS[c])} for {c}' for c in COUNTS)})", rows)
     worst = max(results[count]["raider_sync"][3] for count in COUNTS)

@@ -16,8 +16,8 @@ import json
 import sys
 import time
 
-from .common import (SIZED_SERVER, mb, ms, p50, peak_rss, ratio, rotated, rounds, run_child,
-                     table)
+from .common import (SIZED_SERVER, mb, measure_rows, ms, p50, peak_rss, ratio, rotated, rounds,
+                     run_child, table)
 
 SIZES = {"1 KB": 1024, "100 KB": 100 * 1024, "1 MB": 2**20, "10 MB": 10 * 2**20}
 CALLS = {1024: 100, 100 * 1024: 30, 2**20: 10, 10 * 2**20: 3}
@@ -66,21 +66,8 @@ def main() -> None:
     started = time.monotonic()
     results = {label: measure(size) for label, size in SIZES.items()}
     count = rounds(3)
-    header = ["size", "measure"]
-    for client in CLIENTS:
-        header += [client] + ([] if client == "raider_sync" else ["ratio"])
-    rows = [tuple(header)]
-    for label, figures in results.items():
-        ours_time, ours_rss = figures["raider_sync"]
-        for index, (measure_name, fmt) in enumerate((("per call (p50)", ms),
-                                                     ("peak RSS growth", mb))):
-            row = [label if index == 0 else "", measure_name]
-            for client in CLIENTS:
-                value = figures[client][index]
-                row.append(fmt(value))
-                if client != "raider_sync":
-                    row.append(ratio((ours_time, ours_rss)[index], value))
-            rows.append(tuple(row))
+    rows = measure_rows("size", results, CLIENTS, [("per call (p50)", ms),
+                                                   ("peak RSS growth", mb)])
     table(f"result sizes: sized-server (python), tool text (median of {count} rotated rounds,"
           " a fresh process per client and size)", rows)
     ours, floor = results["10 MB"]["raider_sync"][1], results["10 MB"]["floor"][1]

@@ -88,6 +88,28 @@ def table(title: str, rows: list[tuple[str, ...]]) -> None:
         print("  " + "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)))
 
 
+def measure_rows(first: str, results: dict[str, dict[str, tuple]], clients: tuple[str, ...],
+                 measures: list[tuple[str, Callable[[float], str]]]) -> list[tuple[str, ...]]:
+    """The rows of a table with a block per group (``results``: group label -> client ->
+    one figure per measure) and a row per measure: each client's figure formatted, and after
+    every client but raider_sync the ratio raider_sync / it. ``first`` heads the group
+    column."""
+    header = [first, "measure"]
+    for client in clients:
+        header += [client] if client == "raider_sync" else [client, "ratio"]
+    rows = [tuple(header)]
+    for group, figures in results.items():
+        for index, (name, fmt) in enumerate(measures):
+            row = [group if index == 0 else "", name]
+            for client in clients:
+                value = figures[client][index]
+                row.append(fmt(value))
+                if client != "raider_sync":
+                    row.append(ratio(figures["raider_sync"][index], value))
+            rows.append(tuple(row))
+    return rows
+
+
 def free_port() -> int:
     """A TCP port that was free a moment ago."""
     with socket.socket() as sock:
