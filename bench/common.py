@@ -77,7 +77,7 @@ def ratio(ours: float, theirs: float) -> str:
 
 
 def mb(size: float) -> str:
-    return f"{size / 2**20:7.1f} MB"
+    return f"{size / 2**20:8.2f} MB"
 
 
 def table(title: str, rows: list[tuple[str, ...]]) -> None:
