@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
+import traceback
 
 from . import common
 
@@ -29,15 +30,22 @@ def main(argv: list[str]) -> int:
     print("raider_sync benchmarks (ratios: raider_sync / other; below 1.00x means raider_sync is faster"
           " for times)")
     started = time.monotonic()
+    failed = []
     for part in wanted:
         try:
             module = importlib.import_module(f"bench.bench_{part}")
         except ImportError as exc:
             print(f"\n== {part}: not available ({exc})")
             continue
-        module.main()
-    print(f"\nall benchmarks took {time.monotonic() - started:.1f} s")
-    return 0
+        try:
+            module.main()
+        except Exception:  # one leg's failure (a server too slow to start) spares the others
+            failed.append(part)
+            print(f"\n== {part}: failed", flush=True)
+            traceback.print_exc()
+    print(f"\nall benchmarks took {time.monotonic() - started:.1f} s"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ def free_port() -> int:
 
 
 def start_listening(command: list[str], port: int, env: dict | None = None,
-                    timeout: float = 30.0) -> subprocess.Popen:
+                    timeout: float = 60.0) -> subprocess.Popen:
     """Start a server process and wait (bounded) until it listens on ``port``."""
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
