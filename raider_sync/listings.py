@@ -170,7 +170,9 @@ class Listings:
             raise
 
     def _request_f(self, method: str, params: dict | None, timeout: float | None, *,
-                   inline: bool = False, cache: str = "use") -> Future:
+                   inline: bool = False, cache: str = "use", **options: Any) -> Future:
+        """``method`` sent the way the era wants (``_meta``, headers, ``input_required``
+        rounds), after a start under way; ``options`` go to the session (``on_progress``)."""
         try:
             bound = seconds(timeout, self.call_timeout)
         except RaiderError as exc:
@@ -181,6 +183,6 @@ class Listings:
             if self._status not in UP or session is None:
                 return failed(self._not_connected())
             return self._era.request_f(session, method, params, cache, timeout=left,
-                                       inline=inline)
+                                       inline=inline, **options)
 
         return self._when_up_f(bound, send, inline, what=method)

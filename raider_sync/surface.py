@@ -16,6 +16,7 @@ from . import telemetry as _telemetry
 from .budget import ToolBudget, budget_of
 from .errors import ConfigError, McpError
 from .filters import ToolFilter
+from .calls import seconds
 from .futures import failed, then, wait_bounded
 from .jsonrpc import METHOD_NOT_FOUND, ProgressCallback
 from .lifecycle import UP
@@ -178,27 +179,27 @@ class ServerSurface:
                   timeout: float | None = None,
                   on_progress: ProgressCallback | None = None) -> Future:
         """Send a request raider_sync does not wrap; a future of the server's result as
-        sent. Bounded like every call: after ``timeout`` s (default :attr:`call_timeout`) it
-        is cancelled on the server and fails with RequestTimeout; cancelling the future
-        cancels it too. Fails with NotConnected, McpError or ConnectionClosed. Raises
-        ConfigError for a method that is not a non-empty string or params that are not a
-        dict."""
-        if not isinstance(method, str) or not method:
-            raise ConfigError("method: expected a non-empty string")
-        if params is not None and not isinstance(params, dict):
-            raise ConfigError(f"params: expected a dict, not {type(params).__name__}")
-        session = self._session
-        if self.status not in UP or session is None:
-            return failed(self._not_connected())
-        return session.request_f(method, params, on_progress=on_progress,
-                                 timeout=timeout if timeout is not None else self.call_timeout)
+        sent. Returns at once. Sent like every other request: a request made while the server
+        starts waits for the start within the same ``timeout``; in the stateless era it
+        carries the ``_meta`` and headers of the era, and a ``tools/call``, ``prompts/get``
+        or ``resources/read`` goes through ``input_required`` rounds (answered by the
+        client's handlers, at most ``max_input_rounds``). Bounded like every call: after
+        ``timeout`` s (default :attr:`call_timeout`) it is cancelled on the server and fails
+        with RequestTimeout; cancelling the future cancels it too. Fails with NotConnected,
+        McpError or ConnectionClosed. Raises ConfigError for a method that is not a
+        non-empty string or params that are not a dict."""
+        _check_request(method, params)
+        return self._request_f(method, params, timeout, cache="refresh",
+                               on_progress=on_progress)
 
     def request(self, method: str, params: dict | None = None, *,
                 timeout: float | None = None, on_progress: ProgressCallback | None = None) -> Any:
-        """Blocking :meth:`request_f`."""
-        return wait_bounded(self.request_f(method, params, timeout=timeout,
-                                           on_progress=on_progress),
-                            timeout if timeout is not None else self.call_timeout)
+        """Blocking :meth:`request_f` (the request is sent on this thread); an interrupt
+        while it waits cancels the request on the server and propagates."""
+        _check_request(method, params)
+        bound = seconds(timeout, self.call_timeout)
+        return self._wait(self._request_f(method, params, bound, inline=True, cache="refresh",
+                                          on_progress=on_progress), bound)
 
     # -- what the tools cost -------------------------------------------------------------
 
@@ -234,6 +235,13 @@ class ServerSurface:
 
 def _none(_: Any) -> None:
     return None
+
+
+def _check_request(method: Any, params: Any) -> None:
+    if not isinstance(method, str) or not method:
+        raise ConfigError("method: expected a non-empty string")
+    if params is not None and not isinstance(params, dict):
+        raise ConfigError(f"params: expected a dict, not {type(params).__name__}")
 
 
 def _ref(ref: dict | str) -> dict:

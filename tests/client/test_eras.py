@@ -256,3 +256,37 @@ def test_server_everything_over_http_falls_back(everything_js):
     finally:
         server.stop()
         peer.close()
+
+
+# -- raw requests go the way of every request --------------------------------------------
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+def test_a_raw_request_waits_for_the_start_and_takes_input_rounds(protocol):
+    """request()/request_f() are sent like the wrapped calls: one made while the server
+    starts waits for it, and in the stateless era a tools/call reaches the elicitation
+    handler through input_required rounds (the handshake era: a request of the server)."""
+    server = McpServer(sdk_stdio(protocol=protocol), kill_grace=0.3,
+                       on_elicitation=lambda p: {"action": "accept", "content": {"answer": "Ada"}})
+    try:
+        start = server.start_f()
+        early = server.request_f("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}},
+                                 timeout=WAIT * 2)
+        assert text_of(early.result(WAIT * 2)) == "3"
+        start.result(WAIT)
+        assert server.era == ("legacy" if protocol == "legacy" else "modern")
+        asked = server.request("tools/call", {"name": "ask", "arguments": {"question": "Name?"}},
+                               timeout=WAIT)
+        assert text_of(asked).startswith("accept: Ada"), asked
+        assert "resultType" not in asked
+        steps = []
+        server.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.2}},
+                       on_progress=lambda p, t, m: steps.append(p), timeout=WAIT)
+        assert steps == [1, 2, 3, 4]
+    finally:
+        server.stop()
+
+
+def test_a_raw_request_in_an_endless_input_loop_is_bounded(connect):
+    server = connect(fake("loop"), roots=["file:///work"], max_input_rounds=2)
+    with pytest.raises(McpError, match="asked for input 2 times"):
+        server.request("tools/call", {"name": "echo", "arguments": {}}, timeout=WAIT)
