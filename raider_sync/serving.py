@@ -17,8 +17,9 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-from .eras.modern import CACHEABLE, META_SUBSCRIPTION
-from .eras.served import ServedEra, check_envelope, discover_result, listen_ack
+from .eras.modern import CACHEABLE
+from .eras.served import (ServedEra, check_envelope, discover_result, listen_ack,
+                          listen_notification, listen_result)
 from .errors import McpError, ToolTimeout, UnknownTool
 from .jsonrpc import MethodNotFound, Session
 from .protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
@@ -39,7 +40,10 @@ class ToolServerAnswers:
     def _progress_sender(self, token: Any):
         return None  # nothing to send progress on
 
-    def _answer(self, method: str, params: dict) -> Any:
+    def _answer(self, method: str, params: dict, on_progress=None) -> Any:
+        """The result of one request of the handshake era (raises McpError, MethodNotFound).
+        A tools/call blocks until the tool answers; its progress goes to ``on_progress``, by
+        default :meth:`_progress_sender` of its token."""
         server = self.tool_server
         if method == "initialize":
             return self._initialize(params)
@@ -49,7 +53,8 @@ class ToolServerAnswers:
             return self._page(server.list_tools(), "tools", params)
         if method == "tools/call":
             token = (params.get("_meta") or {}).get("progressToken")
-            on_progress = None if token is None else self._progress_sender(token)
+            if on_progress is None and token is not None:
+                on_progress = self._progress_sender(token)
             try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
                 return server.call_tool(params.get("name", ""), params.get("arguments") or {},
                                         on_progress=on_progress)
@@ -69,27 +74,30 @@ class ToolServerAnswers:
             return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
         raise MethodNotFound(method)
 
-    def _answer_modern(self, method: str, params: dict) -> Any:
+    def _answer_modern(self, method: str, params: dict, on_progress=None) -> Any:
         """The answer to a request of the stateless revision (its _meta checked first)."""
         check_envelope(params)
         if method == "server/discover":
             server = self.tool_server
-            return discover_result(self._capabilities(), server.server_info, server.instructions)
+            return discover_result(self._capabilities(modern=True), server.server_info,
+                                   server.instructions)
         if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
                       "subscriptions/listen"):
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
-        result = self._answer(method, params)
+        result = self._answer(method, params, on_progress)
         if not isinstance(result, dict):
             return result
         if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced
             result = {"ttlMs": 0, "cacheScope": "public", **result}
         return {"resultType": "complete", **result}
 
-    def _capabilities(self) -> dict:
+    def _capabilities(self, modern: bool = False) -> dict:
+        """What the server offers; in the stateless era resources can be listened to
+        (:meth:`ToolServer.resource_updated`), in the handshake era not subscribed to."""
         server = self.tool_server
         capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
         if server.has_resources:
-            capabilities["resources"] = {"listChanged": False}
+            capabilities["resources"] = {"listChanged": False, "subscribe": modern}
         if server.has_prompts:
             capabilities["prompts"] = {"listChanged": False}
         return capabilities
@@ -136,11 +144,13 @@ class ServedSession(ToolServerAnswers):
     def run(self) -> None:
         """Serve until the client goes away. Blocks."""
         self.tool_server.add_listener(self._tools_changed)
+        self.tool_server.add_resource_listener(self._resource_updated)
         try:
             self.session.open()
             self._ended.wait()
         finally:
             self.tool_server.remove_listener(self._tools_changed)
+            self.tool_server.remove_resource_listener(self._resource_updated)
             with self._listens_lock:
                 listens, self._listens = list(self._listens.values()), {}
             for ended, _ in listens:  # their handler threads answer and end
@@ -162,13 +172,14 @@ class ServedSession(ToolServerAnswers):
         """One subscriptions/listen stream: acknowledged, then fed by _tools_changed until
         the client cancels it or goes away. Blocks this handler thread meanwhile."""
         request_id = self.session.current_request_id()
-        ack = listen_ack(params, request_id, {"toolsListChanged": True})
+        ack = listen_ack(params, request_id, {"toolsListChanged": True,
+                                              "resourceSubscriptions": True})
         ended = threading.Event()
         with self._listens_lock:
             self._listens[request_id] = (ended, ack["notifications"])
         self.session.notify("notifications/subscriptions/acknowledged", ack)
         ended.wait()
-        return {"resultType": "complete", "_meta": ack["_meta"]}
+        return listen_result(request_id)
 
     def _progress_sender(self, token: Any):
         """An on_progress that sends notifications/progress for the request's token."""
@@ -195,12 +206,18 @@ class ServedSession(ToolServerAnswers):
     def _tools_changed(self, _server) -> None:
         if self._initialized.is_set():
             self.session.notify("notifications/tools/list_changed")
+        self._to_listens(tools_changed=True)
+
+    def _resource_updated(self, uri: str) -> None:
+        self._to_listens(uri=uri)
+
+    def _to_listens(self, **change: Any) -> None:
         with self._listens_lock:
             listens = [(rid, honored) for rid, (_, honored) in self._listens.items()]
         for request_id, honored in listens:
-            if honored.get("toolsListChanged"):
-                self.session.notify("notifications/tools/list_changed",
-                                    {"_meta": {META_SUBSCRIPTION: request_id}})
+            message = listen_notification(honored, request_id, **change)
+            if message is not None:
+                self.session.notify(message["method"], message["params"])
 
 
 def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None,

@@ -119,6 +119,7 @@ class ToolServer:
         #: called once when the tool server is closed (BashTools closes its shells then)
         self.on_close: Callable[[], None] | None = None
         self._listeners: list[Callable[["ToolServer"], None]] = []
+        self._resource_listeners: list[Callable[[str], None]] = []
         self._tools: dict[str, LocalTool] = {}
         self._resources: dict[str, LocalResource] = {}
         self._prompts: dict[str, LocalPrompt] = {}
@@ -426,6 +427,24 @@ class ToolServer:
     def remove_listener(self, callback: Callable[["ToolServer"], None]) -> None:
         if callback in self._listeners:
             self._listeners.remove(callback)
+
+    def resource_updated(self, uri: str) -> None:
+        """Announce that the resource ``uri`` changed: served clients listening to it (a
+        ``subscriptions/listen`` of the stateless era, over stdio or HTTP) get
+        ``notifications/resources/updated``. Does not block."""
+        for callback in list(self._resource_listeners):
+            try:
+                callback(uri)
+            except Exception:  # noqa: BLE001
+                log.exception("a resource-updated callback failed")
+
+    def add_resource_listener(self, callback: Callable[[str], None]) -> None:
+        """Also tell ``callback(uri)`` when :meth:`resource_updated` is called (serving)."""
+        self._resource_listeners.append(callback)
+
+    def remove_resource_listener(self, callback: Callable[[str], None]) -> None:
+        if callback in self._resource_listeners:
+            self._resource_listeners.remove(callback)
 
     def _tools_changed(self) -> None:
         for callback in [self.on_tools_changed, *self._listeners]:

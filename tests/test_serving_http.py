@@ -3,6 +3,9 @@ and the official SDK's client as clients, and the header checks of the stateless
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+from typing import NamedTuple
 
 import pytest
 import requests
@@ -10,7 +13,7 @@ from conftest import config_of
 
 from raider_sync import McpServer, ToolServer
 from raider_sync.gateway.cli import Serving
-from raider_sync.serving_http import wsgi_app
+from raider_sync.serving_http import ToolServerApp, wsgi_app
 
 WAIT = 30.0
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -18,15 +21,45 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
 
 
+class Served(NamedTuple):
+    url: str
+    app: ToolServerApp
+    tools: ToolServer
+
+
+def steps(count: int, progress) -> str:
+    """Report ``count`` steps of progress."""
+    for step in range(count):
+        progress(step + 1, count, f"step {step + 1}")
+    return f"{count} steps"
+
+
 @pytest.fixture
-def served():
-    tools = ToolServer("local", instructions="Served over HTTP.")
-    tools.add_tool("add", lambda a, b: str(a + b), description="Add two numbers.")
-    tools.add_resource("local://note", lambda: "a note", name="note")
-    serving = Serving(wsgi_app(tools)).start()
-    yield f"{serving.url}/mcp"
-    serving.stop(10)
-    tools.close()
+def serve():
+    """serve(**app_options): a ToolServer (add, steps, a resource) served under waitress on
+    a free port; the app is closed, then waitress stopped, at the end."""
+    started: list = []
+
+    def make(**options) -> Served:
+        tools = ToolServer("local", instructions="Served over HTTP.")
+        tools.add_tool("add", lambda a, b: str(a + b), description="Add two numbers.")
+        tools.add_tool("steps", steps)
+        tools.add_resource("local://note", lambda: "a note", name="note")
+        app = wsgi_app(tools, **options)
+        serving = Serving(app).start()
+        started.append((app, serving, tools))
+        return Served(f"{serving.url}/mcp", app, tools)
+
+    yield make
+    for app, serving, tools in started:
+        app.close()
+        serving.stop(10)
+        tools.close()
+
+
+@pytest.fixture
+def served(serve):
+    return serve().url
 
 
 @pytest.mark.parametrize("protocol,era", [("auto", "modern"), ("legacy", "legacy")])
@@ -51,7 +84,7 @@ def test_the_sdk_client_in_the_stateless_era(served):
             return [t.name for t in tools.tools], result.content[0].text
 
     names, text = asyncio.run(asyncio.wait_for(run(), WAIT))
-    assert names == ["add"] and text == "3"
+    assert names == ["add", "steps"] and text == "3"
 
 
 def post(url: str, body: dict, **headers) -> requests.Response:
@@ -78,4 +111,156 @@ def test_headers_must_agree_with_the_body(served):
     unknown = post(served, {"jsonrpc": "2.0", "id": 2, "method": "nope", "params": {"_meta": META}},
                    **{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "nope"})
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == -32601
-    assert requests.get(served, timeout=WAIT).status_code == 405
+    assert requests.get(served, timeout=WAIT).status_code == 406, "a GET stream needs Accept"
+    modern_get = requests.get(served, timeout=WAIT, headers={
+        "Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"})
+    assert modern_get.status_code == 405, "the stateless revision has no GET stream"
+    assert requests.delete(served, timeout=WAIT).status_code == 405
+
+
+# -- event streams --------------------------------------------------------------------------
+
+def connect(url: str, protocol: str, **options) -> McpServer:
+    spec = config_of({"local": {"type": "http", "url": url, "protocol": protocol}}
+                     ).server("local")
+    server = McpServer(spec, **options)
+    server.start_f().result(WAIT)
+    assert server.status == "connected", server.reason
+    return server
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_progress_of_a_call_comes_on_its_event_stream(serve, protocol):
+    served = serve()
+    with connect(served.url, protocol) as server:
+        seen = []
+        result = server.call_tool("mcp__local__steps", {"count": 3},
+                                  on_progress=lambda p, t, m: seen.append((p, t, m)))
+        assert result.text == "3 steps"
+        assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        assert server.call_tool("mcp__local__add", {"a": 1, "b": 1}).text == "2", \
+            "without a progress token: one JSON answer"
+
+
+def test_listen_carries_list_changes_and_resource_updates(serve):
+    served = serve()
+    changed = threading.Event()
+    with connect(served.url, "auto", on_tools_changed=lambda s: changed.set()) as server:
+        assert server.era == "modern"
+        assert served.app.streams.count == 1, "the client's own listen for list changes"
+        with server.listen(tools=True, uris=["local://note"]) as sub:
+            assert sub.wait_acknowledged(WAIT)
+            assert sub.honored == {"toolsListChanged": True,
+                                   "resourceSubscriptions": ["local://note"]}
+            served.tools.add_tool("late", lambda: "here")
+            event = sub.next(WAIT)
+            assert event["method"] == "notifications/tools/list_changed"
+            served.tools.resource_updated("local://other")  # not asked for: not sent
+            served.tools.resource_updated("local://note")
+            event = sub.next(WAIT)
+            assert event["method"] == "notifications/resources/updated"
+            assert event["params"]["uri"] == "local://note"
+        assert changed.wait(WAIT), "listed again"
+        assert "mcp__local__late" in {tool["name"] for tool in server.list_tools(WAIT)}
+        assert server.call_tool("mcp__local__late", {}).text == "here"
+    assert served.app.streams.wait_idle(WAIT), "every stream ended when its client went"
+
+
+def test_the_handshake_era_gets_list_changes_on_the_get_stream(serve):
+    served = serve()
+    changed = threading.Event()
+    with connect(served.url, "legacy", on_tools_changed=lambda s: changed.set()) as server:
+        assert server.era == "legacy"
+        with server.listen(tools=True) as sub:
+            served.tools.add_tool("late", lambda: "here")
+            event = sub.next(WAIT)
+            assert event is not None and event["method"] == "notifications/tools/list_changed"
+        assert changed.wait(WAIT), "listed again"
+        assert "mcp__local__late" in {tool["name"] for tool in server.list_tools(WAIT)}
+        assert server.call_tool("mcp__local__late", {}).text == "here"
+    assert served.app.streams.wait_idle(WAIT)
+
+
+def test_closing_the_app_ends_listen_streams_with_their_answer(serve):
+    from raider_sync import SubscriptionEnded
+    served = serve()
+    with connect(served.url, "auto") as server:
+        sub = server.listen(tools=True)
+        assert sub.wait_acknowledged(WAIT)
+        served.app.close()
+        with pytest.raises(SubscriptionEnded, match="the server ended the stream"):
+            sub.next(WAIT)
+        assert served.app.streams.wait_idle(WAIT)
+        assert server.call_tool("mcp__local__add", {"a": 2, "b": 2}).text == "4", \
+            "calls are still answered"
+        again = post(served.url, listen_body(9), **modern_headers("subscriptions/listen"))
+        assert again.status_code == 503
+
+
+def listen_body(request_id: int) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": True}, "_meta": META}}
+
+
+def modern_headers(method: str) -> dict:
+    return {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+
+
+def test_long_lived_streams_are_bounded(serve):
+    served = serve(max_streams=1, keepalive=0.2)
+    with requests.Session() as http:
+        first = http.post(served.url, json=listen_body(1), stream=True, timeout=WAIT, headers={
+            "Accept": "application/json, text/event-stream", **modern_headers(
+                "subscriptions/listen")})
+        try:
+            assert first.status_code == 200
+            assert first.headers["Content-Type"] == "text/event-stream"
+            lines = first.iter_lines()
+            assert next(lines).startswith(b"event: message")
+            ack = json.loads(next(lines)[len(b"data: "):])
+            assert ack["method"] == "notifications/subscriptions/acknowledged"
+            assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1
+            assert next(line for line in lines if line) == b": keep-alive", \
+                "a silent stream gets comments"
+            second = post(served.url, listen_body(2), **modern_headers("subscriptions/listen"))
+            assert second.status_code == 503 and second.headers["Retry-After"] == "5"
+            assert second.json()["error"]["code"] == -32603
+            get = requests.get(served.url, timeout=WAIT, headers={"Accept": "text/event-stream"})
+            assert get.status_code == 503, "the GET stream counts too"
+        finally:
+            first.close()
+    assert served.app.streams.wait_idle(WAIT), "the stream ended when its client went"
+    json_only = requests.post(served.url, json=listen_body(3), timeout=WAIT, headers={
+        "Accept": "application/json", **modern_headers("subscriptions/listen")})
+    assert json_only.status_code == 406
+
+
+def test_the_sdk_client_listens_and_sees_progress_in_either_era(serve):
+    from mcp import Client
+    served = serve()
+
+    async def modern() -> tuple:
+        async with Client(served.url, mode="2026-07-28") as client:
+            seen = []
+
+            async def progress(value, total, message):
+                seen.append(value)
+            result = await client.call_tool("steps", {"count": 2}, progress_callback=progress)
+            async with client.listen(tools_list_changed=True) as sub:
+                served.tools.add_tool("late", lambda: "here")
+                event = await asyncio.wait_for(sub.__anext__(), WAIT)
+            return result.content[0].text, seen, type(event).__name__
+
+    text, seen, event = asyncio.run(asyncio.wait_for(modern(), WAIT * 2))
+    assert (text, seen) == ("2 steps", [1, 2]) and "Tools" in event
+
+    async def legacy() -> tuple:
+        async with Client(served.url, mode="legacy") as client:
+            seen = []
+
+            async def progress(value, total, message):
+                seen.append(value)
+            result = await client.call_tool("steps", {"count": 2}, progress_callback=progress)
+            return result.content[0].text, seen
+
+    assert asyncio.run(asyncio.wait_for(legacy(), WAIT * 2)) == ("2 steps", [1, 2])

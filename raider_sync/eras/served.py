@@ -55,12 +55,40 @@ def discover_result(capabilities: dict, server_info: dict, instructions: str | N
 
 def listen_ack(params: dict, request_id: Any, can: dict) -> dict:
     """The honored subset of a listen request's filter (``can``: which list kinds may
-    change), as the params of its acknowledgement."""
+    change, and ``resourceSubscriptions``: whether resources are announced), as the params
+    of its acknowledgement."""
     wanted = params.get("notifications") if isinstance(params.get("notifications"), dict) else {}
-    honored = {key: True for key in ("toolsListChanged", "promptsListChanged",
-                                     "resourcesListChanged")
-               if wanted.get(key) and can.get(key)}
+    honored: dict[str, Any] = {key: True for key in ("toolsListChanged", "promptsListChanged",
+                                                     "resourcesListChanged")
+                               if wanted.get(key) and can.get(key)}
+    uris = wanted.get("resourceSubscriptions")
+    if can.get("resourceSubscriptions") and isinstance(uris, list):
+        uris = [uri for uri in uris if isinstance(uri, str) and uri]
+        if uris:
+            honored["resourceSubscriptions"] = uris
     return {"notifications": honored, "_meta": {META_SUBSCRIPTION: request_id}}
+
+
+def listen_notification(honored: dict, request_id: Any, *, tools_changed: bool = False,
+                        uri: str | None = None) -> dict | None:
+    """The notification a listen stream of filter ``honored`` carries for a change of the
+    tool list, or of the resource ``uri`` (or of one below it); None when it asked for
+    neither."""
+    meta = {"_meta": {META_SUBSCRIPTION: request_id}}
+    if tools_changed:
+        if not honored.get("toolsListChanged"):
+            return None
+        return {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": meta}
+    uris = honored.get("resourceSubscriptions") or []
+    if uri is None or not any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in uris):
+        return None
+    return {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": uri, **meta}}
+
+
+def listen_result(request_id: Any) -> dict:
+    """The answer that ends a listen stream gracefully (the server stops)."""
+    return {"resultType": "complete", "_meta": {META_SUBSCRIPTION: request_id}}
 
 
 class ServedEra:

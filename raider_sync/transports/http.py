@@ -89,6 +89,7 @@ class StreamableHttpTransport(Transport):
         self.renew_session: Callable[[float], None] | None = None
         self._message_headers: Callable[[dict], dict] | None = None  # set: stateless era
         self._answer_streams: dict[Any, requests.Response] = {}  # request id -> its stream
+        self._get_stream: requests.Response | None = None
         self._deliver: Deliver | None = None
         self._closing = False
         self._closed = False
@@ -348,12 +349,8 @@ class StreamableHttpTransport(Transport):
     def _close_answer(self, request_id: Any) -> None:
         """Shut the stream a request's answer comes on (the stateless revision's cancel)."""
         response = self._answer_streams.pop(request_id, None) if _hashable(request_id) else None
-        sock = _answer_socket(response) if response is not None else None
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        if response is not None:
+            _shut_answer(response)
 
     def _resume(self, last_event_id: str, deadline: float | None) -> requests.Response:
         response = self.channel.request("GET", self.url, extra_headers=self._headers(
@@ -470,10 +467,17 @@ class StreamableHttpTransport(Transport):
                 self._listening.set()
             failures = 0
             parser = self.channel.parser(last_id)
+            # a server that says Connection: close leaves the socket to the response alone,
+            # out of the channel's reach: close() shuts it through this
+            self._get_stream = response
+            if self._closing:
+                _shut_answer(response)
             try:
                 self._pump(response, parser, None, None, idle_timeout=LISTEN_READ_TIMEOUT)
             except TransportError as exc:  # an event over the size limit: dropped with its stream
                 log.warning("%s: the GET stream was dropped: %s", self.name, exc)
+            finally:
+                self._get_stream = None
             last_id, retry = parser.last_event_id, parser.retry
             if not self._pause(retry, None, listener=True):
                 return
@@ -497,6 +501,9 @@ class StreamableHttpTransport(Transport):
             self.channel.abort()
             for request_id in list(self._answer_streams):  # listen streams, answers under way
                 self._close_answer(request_id)
+            get_stream = self._get_stream
+            if get_stream is not None:
+                _shut_answer(get_stream)
             listener = self._listener
             if listener is not None and listener is not threading.current_thread():
                 listener.join(10)
@@ -519,6 +526,16 @@ def _answer_socket(response: requests.Response):
         fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
         sock = getattr(getattr(fp, "raw", None), "_sock", None)
     return sock
+
+
+def _shut_answer(response: requests.Response) -> None:
+    """Shut the socket a streamed answer is read from, waking its reader."""
+    sock = _answer_socket(response)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _hashable(value: Any) -> bool:

@@ -5,6 +5,8 @@
         for event in parser.feed(chunk):      # complete events only
             handle(event.event, event.data)
     parser.last_event_id, parser.retry        # what a reconnect needs
+    encode_event(data, event="message")       # the bytes of one event, for a server
+    KEEP_ALIVE                                # a comment line: keeps an idle stream open
 
 Why not sseclient-py's parser: it drops an event without data together with its ``id`` and
 ``retry`` fields, and MCP's priming event (2025-11-25) is exactly that, an ``id`` with empty data
@@ -130,3 +132,26 @@ class SseParser:
         if not data:
             return None  # no data: nothing to dispatch, but the id above counts (priming)
         return SseEvent(event or "message", data, self.last_event_id)
+
+
+#: a comment event: a reader skips it, but it keeps an idle stream (and its proxies) open
+KEEP_ALIVE = b": keep-alive\n\n"
+
+
+def encode_event(data: str, event: str | None = None, event_id: str | None = None) -> bytes:
+    """One event as the bytes a server sends: a ``data:`` line per line of ``data`` (CR, LF
+    and CRLF all end a line, as the parser reads them), then a blank line."""
+    lines = []
+    if event:
+        lines.append(f"event: {_one_line(event, 'event')}")
+    if event_id is not None:
+        lines.append(f"id: {_one_line(event_id, 'event_id')}")
+    lines.extend(f"data: {line}" for line in data.replace("\r\n", "\n").replace("\r", "\n")
+                 .split("\n"))
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def _one_line(value: str, what: str) -> str:
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise ValueError(f"{what}: a line break or NUL cannot be sent in an SSE field")
+    return value
