@@ -79,3 +79,27 @@ def test_initialize_after_discover_is_refused():
     assert answers[1]["result"]["supportedVersions"] == ["2026-07-28"]
     assert answers[2]["error"]["code"] == -32022
     assert answers[3]["error"]["code"] == -32602, "a stateless request needs its _meta"
+
+
+def test_a_stateless_listen_over_stdio_carries_resource_updates():
+    """A served ToolServer announces :meth:`resource_updated` to the listens that asked for
+    the resource (or one above it), tagged with their request id; the handshake era offers
+    no resource subscriptions."""
+    from raider_sync import ToolServer
+
+    with ToolServer("local") as tools:
+        tools.add_resource("local://notes/a", lambda: "a", name="a")
+        with McpServer.in_process(tools, protocol="modern") as server:
+            assert server.era == "modern"
+            assert server.capabilities["resources"]["subscribe"] is True
+            with server.listen(uris=["local://notes"]) as sub:
+                assert sub.wait_acknowledged(WAIT)
+                assert sub.honored == {"resourceSubscriptions": ["local://notes"]}
+                tools.resource_updated("local://elsewhere")
+                tools.resource_updated("local://notes/a")
+                event = sub.next(WAIT)
+                assert event["method"] == "notifications/resources/updated"
+                assert event["params"]["uri"] == "local://notes/a", \
+                    "the update not asked for, sent first, was not sent"
+        with McpServer.in_process(tools, protocol="legacy") as server:
+            assert server.capabilities["resources"]["subscribe"] is False
