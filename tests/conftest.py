@@ -24,6 +24,7 @@ FAKES = os.path.join(HERE, "fakes")
 EVERYTHING_JS = os.path.join(PEERS, "node_modules", "@modelcontextprotocol", "server-everything",
                              "dist", "index.js")
 SDK_SERVER = os.path.join(PEERS, "sdk_server.py")
+FASTMCP_SERVER = os.path.join(PEERS, "fastmcp_server.py")
 FAKE_SERVER = os.path.join(FAKES, "fake_server.py")
 LEAK_GRACE_SECONDS = 5.0
 

@@ -1,5 +1,6 @@
-"""Real MCP peers served over HTTP for the tests: server-everything (streamableHttp) and the
-official SDK's server (streamable-http, legacy sse), each a child process on a free port.
+"""Real MCP peers served over HTTP for the tests: server-everything (streamableHttp), the
+official SDK's server (streamable-http, legacy sse) and a FastMCP server, each a child
+process on a free port.
 
     peer = HttpPeer.sdk("--json")           # not started
     peer.start(); peer.url; peer.restart(); peer.stop()   # stop reaps the process
@@ -11,7 +12,8 @@ import subprocess
 import sys
 import tempfile
 
-from conftest import EVERYTHING_JS, SDK_SERVER, config_of, free_port, wait_for_port
+from conftest import (EVERYTHING_JS, FASTMCP_SERVER, SDK_SERVER, config_of, free_port,
+                      wait_for_port)
 
 from raider_sync.config import ServerSpec
 
@@ -37,6 +39,10 @@ class HttpPeer:
     @classmethod
     def sdk(cls, *flags: str) -> "HttpPeer":
         return cls([sys.executable, SDK_SERVER, "streamable-http", "{port}", *flags], "/mcp")
+
+    @classmethod
+    def fastmcp(cls, *flags: str) -> "HttpPeer":
+        return cls([sys.executable, FASTMCP_SERVER, "http", "{port}", *flags], "/mcp")
 
     @classmethod
     def sdk_sse(cls) -> "HttpPeer":
