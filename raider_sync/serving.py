@@ -30,6 +30,17 @@ PAGE_SIZE = 100
 SERVE_WORKERS = 16
 
 
+def progress_params(token: Any, progress: float, total: float | None = None,
+                    message: str | None = None) -> dict:
+    """The params of the ``notifications/progress`` a handler's report becomes."""
+    params: dict[str, Any] = {"progressToken": token, "progress": progress}
+    if total is not None:
+        params["total"] = total
+    if message:
+        params["message"] = message
+    return params
+
+
 class ToolServerAnswers:
     """What a served ToolServer answers, whatever carries the requests (stdio, HTTP)."""
 
@@ -184,12 +195,8 @@ class ServedSession(ToolServerAnswers):
     def _progress_sender(self, token: Any):
         """An on_progress that sends notifications/progress for the request's token."""
         def send(progress: float, total: float | None = None, message: str | None = None) -> None:
-            params: dict[str, Any] = {"progressToken": token, "progress": progress}
-            if total is not None:
-                params["total"] = total
-            if message:
-                params["message"] = message
-            self.session.notify("notifications/progress", params)
+            self.session.notify("notifications/progress",
+                                progress_params(token, progress, total, message))
         return send
 
     # -- notifications -------------------------------------------------------------------

@@ -41,7 +41,7 @@ from .eras.served import check_envelope, has_envelope, listen_ack
 from .errors import McpError
 from .futures import run_in_thread
 from .jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, MethodNotFound
-from .serving import ToolServerAnswers
+from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
 from .transports.http_headers import headers_problem
 from .transports.sse_events import KEEP_ALIVE
@@ -175,12 +175,8 @@ class ToolServerApp:
         stream = self.streams.call_stream()
 
         def progress(value: float, total: float | None = None, text: str | None = None) -> None:
-            note: dict[str, Any] = {"progressToken": token, "progress": value}
-            if total is not None:
-                note["total"] = total
-            if text:
-                note["message"] = text
-            stream.put({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
+            stream.put({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": progress_params(token, value, total, text)})
 
         answer = self.answers._answer_modern if modern else self.answers._answer
         future = run_in_thread(lambda: answer("tools/call", params, progress),

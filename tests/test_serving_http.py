@@ -239,28 +239,26 @@ def test_the_sdk_client_listens_and_sees_progress_in_either_era(serve):
     from mcp import Client
     served = serve()
 
+    async def call(client) -> tuple:
+        seen = []
+
+        async def progress(value, total, message):
+            seen.append(value)
+        result = await client.call_tool("steps", {"count": 2}, progress_callback=progress)
+        return result.content[0].text, seen
+
     async def modern() -> tuple:
         async with Client(served.url, mode="2026-07-28") as client:
-            seen = []
-
-            async def progress(value, total, message):
-                seen.append(value)
-            result = await client.call_tool("steps", {"count": 2}, progress_callback=progress)
+            called = await call(client)
             async with client.listen(tools_list_changed=True) as sub:
                 served.tools.add_tool("late", lambda: "here")
                 event = await asyncio.wait_for(sub.__anext__(), WAIT)
-            return result.content[0].text, seen, type(event).__name__
-
-    text, seen, event = asyncio.run(asyncio.wait_for(modern(), WAIT * 2))
-    assert (text, seen) == ("2 steps", [1, 2]) and "Tools" in event
+            return called, type(event).__name__
 
     async def legacy() -> tuple:
         async with Client(served.url, mode="legacy") as client:
-            seen = []
+            return await call(client)
 
-            async def progress(value, total, message):
-                seen.append(value)
-            result = await client.call_tool("steps", {"count": 2}, progress_callback=progress)
-            return result.content[0].text, seen
-
+    called, event = asyncio.run(asyncio.wait_for(modern(), WAIT * 2))
+    assert called == ("2 steps", [1, 2]) and "Tools" in event
     assert asyncio.run(asyncio.wait_for(legacy(), WAIT * 2)) == ("2 steps", [1, 2])
