@@ -51,6 +51,8 @@ log = logging.getLogger("raider_sync.serving_http")
 MAX_BODY = 4 * 1024 * 1024
 #: seconds a client refused for too many open streams is asked to wait
 RETRY_AFTER = 5
+#: seconds serve_http waits, on the way out, for the open streams to end
+CLOSE_GRACE = 2.0
 _STATUS = {-32020: "400 Bad Request", -32021: "400 Bad Request", -32022: "400 Bad Request",
            -32602: "400 Bad Request", -32600: "400 Bad Request", -32700: "400 Bad Request",
            METHOD_NOT_FOUND: "404 Not Found"}
@@ -82,10 +84,12 @@ class ToolServerApp:
         self.answers = ToolServerAnswers(tool_server, page_size=page_size)
         self.streams = StreamHub(tool_server, max_streams=max_streams, keepalive=keepalive)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 0.0) -> bool:
         """End every open stream gracefully (a listen stream with its answer) and refuse new
-        ones with 503. Does not block. Safe to call twice."""
+        ones with 503; then wait at most ``timeout`` s for the streams to be sent to the end.
+        True when none is left open. Safe to call twice."""
         self.streams.close()
+        return self.streams.wait_idle(timeout)
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         verb = environ.get("REQUEST_METHOD")
@@ -256,18 +260,24 @@ def _reply(start_response: StartResponse, status: str, body: Any,
 def serve_http(tool_server, host: str = "127.0.0.1", port: int = 8080, *,
                max_streams: int = MAX_STREAMS, threads: int | None = None,
                **app_options: Any) -> None:
-    """Serve ``tool_server`` over Streamable HTTP with waitress until interrupted. Blocks.
+    """Serve ``tool_server`` over Streamable HTTP with waitress until interrupted
+    (KeyboardInterrupt, which it returns after). Blocks.
 
     waitress gets ``threads`` threads (default twice ``max_streams``, at least 8), and the
     settings the gateway serves with (a client that goes is noticed while its stream is
-    open). On the way out the app is closed, so open streams end gracefully. Raises
+    open). On the way out the app is closed, and the open streams are given
+    :data:`CLOSE_GRACE` seconds to end gracefully. Raises
     ImportError without waitress (the gateway extra), OSError for a busy address."""
     from .gateway.serving import Serving
 
     app = wsgi_app(tool_server, max_streams=max_streams, **app_options)
     serving = Serving(app, host, port, threads=threads or max(8, 2 * max_streams))
+    serving.start()  # the loop in a thread, so that it still sends while the streams end
     try:
-        serving.run()
+        while serving._thread is not None and serving._thread.is_alive():
+            serving._thread.join(0.5)  # wakes for Ctrl-C
+    except KeyboardInterrupt:
+        pass
     finally:
-        app.close()
+        app.close(CLOSE_GRACE)  # the streams' last answers go out before the sockets close
         serving.stop()

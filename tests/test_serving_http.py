@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
 import threading
 from typing import NamedTuple
 
 import pytest
 import requests
-from conftest import config_of
+from conftest import config_of, free_port, wait_for_port
 
-from raider_sync import McpServer, ToolServer
+from raider_sync import McpServer, SubscriptionEnded, ToolServer
 from raider_sync.gateway.cli import Serving
 from raider_sync.serving_http import ToolServerApp, wsgi_app
 
@@ -182,7 +185,6 @@ def test_the_handshake_era_gets_list_changes_on_the_get_stream(serve):
 
 
 def test_closing_the_app_ends_listen_streams_with_their_answer(serve):
-    from raider_sync import SubscriptionEnded
     served = serve()
     with connect(served.url, "auto") as server:
         sub = server.listen(tools=True)
@@ -262,3 +264,36 @@ def test_the_sdk_client_listens_and_sees_progress_in_either_era(serve):
     called, event = asyncio.run(asyncio.wait_for(modern(), WAIT * 2))
     assert called == ("2 steps", [1, 2]) and "Tools" in event
     assert asyncio.run(asyncio.wait_for(legacy(), WAIT * 2)) == ("2 steps", [1, 2])
+
+
+SERVE = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from raider_sync import ToolServer
+from raider_sync.serving_http import serve_http
+with ToolServer("local") as tools:
+    tools.add_tool("add", lambda a, b: str(a + b))
+    serve_http(tools, "127.0.0.1", int(sys.argv[1]))
+print("stopped", flush=True)
+"""
+
+
+def test_serve_http_ends_listen_streams_gracefully_on_ctrl_c():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, WAIT, proc)
+        with connect(f"http://127.0.0.1:{port}/mcp", "auto") as server:
+            sub = server.listen(tools=True)
+            assert sub.wait_acknowledged(WAIT)
+            proc.send_signal(signal.SIGINT)
+            with pytest.raises(SubscriptionEnded, match=r"the server ended the stream$"):
+                sub.next(WAIT)
+        assert proc.wait(WAIT) == 0
+        assert proc.stdout.read() == b"stopped\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(WAIT)
+        proc.stdout.close()
