@@ -297,3 +297,17 @@ def test_serve_http_ends_listen_streams_gracefully_on_ctrl_c():
             proc.kill()
             proc.wait(WAIT)
         proc.stdout.close()
+
+
+def test_a_client_refused_every_stream_stays_usable_and_backs_off(serve):
+    from raider_sync.eras.era_seam import MAX_RELISTEN_DELAY, relisten_delay
+    assert [relisten_delay(n) for n in range(7)] == [1, 2, 4, 8, 16, 30, 30]
+    assert relisten_delay(10_000) == MAX_RELISTEN_DELAY
+    served = serve(max_streams=0)
+    with connect(served.url, "auto") as server:
+        assert server.era == "modern"
+        sub = server.listen(tools=True)
+        with pytest.raises(SubscriptionEnded, match="too many event streams"):
+            sub.next(WAIT)
+        assert server.call_tool("mcp__local__add", {"a": 1, "b": 2}).text == "3"
+    assert served.app.streams.count == 0

@@ -35,6 +35,14 @@ log = logging.getLogger("raider_sync.eras")
 
 #: seconds a start waits for the server to acknowledge its own list-change listen
 ACKNOWLEDGE_WAIT = 2.0
+#: the longest pause before the internal listen is sent again
+MAX_RELISTEN_DELAY = 30.0
+
+
+def relisten_delay(failures: int) -> float:
+    """Seconds before the internal listen is sent again after ``failures`` listens in a row
+    that ended without being acknowledged: 1, 2, 4, ... up to MAX_RELISTEN_DELAY."""
+    return min(MAX_RELISTEN_DELAY, 2.0 ** min(failures, 16))
 
 
 class EraSeam:
@@ -50,6 +58,7 @@ class EraSeam:
         self._subs: list[Subscription] = []
         # listen notifications that came before their subscription was registered
         self._early: collections.deque = collections.deque(maxlen=64)
+        self._relisten_failures = 0
         self.cache = ResultCache()
 
     # -- opening -------------------------------------------------------------------------
@@ -119,15 +128,21 @@ class EraSeam:
 
     def _listen_again(self, ended: Subscription) -> None:
         """The internal listen ended under us: nothing is replayed, so listen again after a
-        pause and fetch the lists again."""
+        pause and fetch the lists again. The pause doubles (up to :data:`MAX_RELISTEN_DELAY`)
+        while listens end unacknowledged (a server refusing them, one full of streams)."""
+        failures = self._relisten_failures
+        self._relisten_failures = failures + 1
+
         def again() -> None:
-            if self._stopping.wait(1.0) or self.server.status not in UP:
+            if self._stopping.wait(relisten_delay(failures)) or self.server.status not in UP:
                 return
             kinds = {kind: bool(ended.wanted["notifications"].get(f"{kind}ListChanged"))
                      for kind in ("tools", "prompts", "resources")}
-            self._listen_internally(kinds)
+            sub = self._listen_internally(kinds)
             self.cache.clear()
             self.server._lists_changed()
+            if sub is not None and sub.wait_acknowledged(ACKNOWLEDGE_WAIT) and not sub.closed:
+                self._relisten_failures = 0
         try:
             self._input_pool().submit(again)
         except RuntimeError:
