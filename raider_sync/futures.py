@@ -1,7 +1,6 @@
 """Small helpers around ``concurrent.futures.Future``."""
 from __future__ import annotations
 
-import heapq
 import itertools
 import threading
 import time
@@ -9,6 +8,7 @@ from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
+from . import timer
 from .errors import RequestTimeout
 
 #: what a blocking wait allows beyond a request's own deadline, for a stuck thread only
@@ -126,63 +126,44 @@ def wait_bounded(future: Future, timeout: float) -> Any:
 
 
 class Deadlines:
-    """Fails futures whose deadline passes, on one thread (``raider-<name>-deadlines``)
-    started on first use and joined by :meth:`close`.
+    """Fails futures whose deadline passes, on the process's timer thread
+    (:mod:`raider_sync.timer`); :meth:`close` stops watching.
 
     ``watch(future, seconds, make_error)`` sets ``make_error()`` on ``future`` if it is not
     done ``seconds`` from now. What the future stood for is not interrupted: this is for work
     that cannot be cancelled (a local handler), so that nobody waits on it forever.
     """
 
-    _COMPACT_AT = 1024
-
     def __init__(self, name: str):
         self.name = name
-        self._heap: list = []
-        self._order = itertools.count()
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._keys = itertools.count()
+        self._live: dict[int, timer.Handle] = {}  # the deadlines not yet passed nor dropped
         self._closed = False
 
     def watch(self, future: Future, seconds: float, make_error: Callable[[], BaseException]) -> None:
-        with self._cond:
+        key = next(self._keys)
+
+        def expire() -> None:
+            with self._lock:
+                self._live.pop(key, None)
+            settle(future, error=make_error())
+
+        def done(_: Future) -> None:
+            with self._lock:
+                handle = self._live.pop(key, None)
+            timer.cancel(handle)
+
+        with self._lock:
             if self._closed:
                 return
-            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._order), future,
-                                        make_error))
-            if len(self._heap) > self._COMPACT_AT:  # drop the settled, so the heap stays small
-                self._heap = [item for item in self._heap if not item[2].done()]
-                heapq.heapify(self._heap)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name=f"raider-{self.name}-deadlines")
-                self._thread.start()
-            self._cond.notify()
+            self._live[key] = timer.at(time.monotonic() + seconds, expire)
+        future.add_done_callback(done)
 
     def close(self) -> None:
-        """Stop watching (pending futures are left as they are) and join the thread."""
-        with self._cond:
+        """Stop watching (pending futures are left as they are)."""
+        with self._lock:
             self._closed = True
-            self._heap = []
-            thread = self._thread
-            self._cond.notify_all()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(5)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if self._closed:
-                        return
-                    while self._heap and self._heap[0][2].done():
-                        heapq.heappop(self._heap)
-                    now = time.monotonic()
-                    if self._heap and self._heap[0][0] <= now:
-                        _, _, future, make_error = heapq.heappop(self._heap)
-                        break
-                    self._cond.wait(self._heap[0][0] - now if self._heap else None)
-            try:
-                future.set_exception(make_error())
-            except InvalidStateError:
-                pass
+            handles, self._live = list(self._live.values()), {}
+        for handle in handles:
+            timer.cancel(handle)

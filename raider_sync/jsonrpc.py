@@ -6,8 +6,9 @@ and a transport that only moves messages. It owns:
 - the pending map: request id -> ``concurrent.futures.Future``. The transport's reader thread
   resolves a future when the response arrives; when the transport closes, every pending future
   fails at once with the transport's error (a :class:`ConnectionClosed` carrying the stderr tail).
-- one watchdog thread that fails a request whose deadline passes, after sending
-  ``notifications/cancelled`` for it, so even a future nobody waits on cannot hang.
+- a deadline per request on the process's one timer thread (:mod:`raider_sync.timer`), which
+  fails a request whose deadline passes, after sending ``notifications/cancelled`` for it, so
+  even a future nobody waits on cannot hang.
 - dispatch of what the peer sends on its own: notifications run in order on one thread,
   requests on a small pool; neither ever runs on the reader thread. The progress callbacks of
   one request run in order on a small pool of their own, and the answer of a request with a
@@ -15,23 +16,25 @@ and a transport that only moves messages. It owns:
   when the future is done. Requests are ordered apart, so a callback may wait for another
   request that has progress callbacks of its own.
 
-Threads are named ``raider-<name>-...`` and joined by :meth:`Session.close`.
+The pools' threads are named ``raider-<name>-...``, made as work comes, end after a second
+without work (an idle session has none) and are joined by :meth:`Session.close`.
 """
 from __future__ import annotations
 
 import functools
 import collections
-import heapq
 import itertools
 import logging
 import threading
 import time
-from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
 from .errors import ConnectionClosed, McpError, RaiderError, RequestTimeout
+from . import timer
 from .futures import wait_bounded
 from .transports.base import RequestFailed
+from .workers import Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
 
@@ -56,7 +59,7 @@ class MethodNotFound(RaiderError):
 
 class _Pending:
     __slots__ = ("future", "method", "timeout", "timeout_message", "timeout_error",
-                 "cancellable", "on_progress", "transform", "steps", "stepping")
+                 "cancellable", "on_progress", "transform", "steps", "stepping", "timer")
 
     def __init__(self, future, method, timeout, timeout_message, timeout_error,
                  cancellable, on_progress, transform):
@@ -70,6 +73,7 @@ class _Pending:
         self.transform = transform
         self.steps: collections.deque = collections.deque()  # progress calls, then the answer
         self.stepping = False  # a progress worker is running the steps
+        self.timer: timer.Handle | None = None  # the deadline, on the process's timer
 
 
 class Session:
@@ -103,22 +107,19 @@ class Session:
         self._pending: dict[int, _Pending] = {}
         self._closed_error: BaseException | None = None
         self._local = threading.local()
-        self._notifier = ThreadPoolExecutor(1, f"raider-{name}-notify", self._mark_worker)
+        self._notifier = Workers(1, f"raider-{name}-notify", self._mark_worker)
         # progress callbacks and the answers of requests that have them, in arrival order per
         # request, off the notifier: a notification handler may wait for such a request
-        self._progress_pool = ThreadPoolExecutor(PROGRESS_WORKERS, f"raider-{name}-progress",
+        self._progress_pool = Workers(PROGRESS_WORKERS, f"raider-{name}-progress",
                                                  self._mark_worker)
-        self._workers = ThreadPoolExecutor(request_workers, f"raider-{name}-handler",
+        self._workers = Workers(request_workers, f"raider-{name}-handler",
                                            self._mark_worker)
         # pings and cancellations, never stuck behind handlers that wait (an elicitation may
         # wait for a person) and never on the reader thread (a write could wait on a read)
-        self._control = ThreadPoolExecutor(1, f"raider-{name}-control", self._mark_worker)
+        self._control = Workers(1, f"raider-{name}-control", self._mark_worker)
         # the sends of request_f(inline=False): a *_f method returns before a slow write or
         # an HTTP exchange; threads are made as needed, up to SEND_WORKERS
-        self._senders = ThreadPoolExecutor(SEND_WORKERS, f"raider-{name}-send", self._mark_worker)
-        self._deadlines: list[tuple[float, int]] = []
-        self._wake = threading.Condition(self._lock)
-        self._watchdog: threading.Thread | None = None
+        self._senders = Workers(SEND_WORKERS, f"raider-{name}-send", self._mark_worker)
         #: ``stamp(method, params)``: the params every outgoing request is sent with (the
         #: stateless revision puts its ``_meta`` in each); None sends them as given
         self.stamp: Callable[[str, dict], dict] | None = None
@@ -126,13 +127,7 @@ class Session:
     # -- lifecycle -----------------------------------------------------------------------
 
     def open(self, timeout: float | None = None) -> None:
-        """Start the transport (blocks until it is up or ``timeout`` s pass) and the watchdog."""
-        with self._lock:  # a close() meanwhile joins only a thread that has started
-            if self._closed_error is None and self._watchdog is None:
-                watchdog = threading.Thread(target=self._watch, daemon=True,
-                                            name=f"raider-{self.name}-deadlines")
-                watchdog.start()
-                self._watchdog = watchdog
+        """Start the transport (blocks until it is up or ``timeout`` s pass)."""
         self.transport.start(self.receive, self._transport_closed, timeout=timeout)
 
     @property
@@ -154,16 +149,10 @@ class Session:
         handler thread.
         """
         self._fail_all(error or ConnectionClosed(f"connection to {self.name} closed"))
-        with self._wake:
-            self._wake.notify_all()
         in_worker = getattr(self._local, "session", None) is self
         for pool in (self._notifier, self._progress_pool, self._workers, self._control,
                      self._senders):
             pool.shutdown(wait=wait and not in_worker, cancel_futures=True)
-        with self._lock:
-            watchdog = self._watchdog
-        if wait and watchdog and watchdog is not threading.current_thread():
-            watchdog.join(5)
 
     # -- outgoing ------------------------------------------------------------------------
 
@@ -203,10 +192,8 @@ class Session:
                 future.set_exception(self._closed_error)
                 return future
             self._pending[request_id] = entry
-            earliest = not self._deadlines or deadline < self._deadlines[0][0]
-            heapq.heappush(self._deadlines, (deadline, request_id))
-            if earliest:
-                self._wake.notify()
+            # under the lock: an answer that comes at once finds the deadline to cancel
+            entry.timer = timer.at(deadline, functools.partial(self._expire, request_id))
         future.add_done_callback(self._future_done)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params:
@@ -382,6 +369,7 @@ class Session:
             entry = self._pending.pop(request_id, None) if _hashable(request_id) else None
         if entry is None:
             return  # late answer to a cancelled or timed-out request: ignored
+        timer.cancel(entry.timer)
         if error is None and entry.transform is not None:
             try:
                 result = entry.transform(result)
@@ -402,7 +390,10 @@ class Session:
         request_id = future.request_id  # type: ignore[attr-defined]
         with self._lock:
             entry = self._pending.pop(request_id, None)
-        if entry is not None and entry.cancellable:
+        if entry is None:
+            return
+        timer.cancel(entry.timer)
+        if entry.cancellable:
             self._send_cancelled(request_id, "cancelled by the client")
 
     def _send_cancelled(self, request_id: int, reason: str) -> None:
@@ -415,6 +406,7 @@ class Session:
                 self._closed_error = error
             pending, self._pending = self._pending, {}
         for entry in pending.values():
+            timer.cancel(entry.timer)
             try:
                 entry.future.set_exception(error)
             except InvalidStateError:
@@ -438,35 +430,18 @@ class Session:
 
     # -- deadlines -----------------------------------------------------------------------
 
-    def _watch(self) -> None:
-        while True:
-            expired: list[_Pending] = []
-            with self._wake:
-                if self._closed_error is not None:
-                    return
-                now = time.monotonic()
-                while self._deadlines and self._deadlines[0][0] <= now:
-                    _, request_id = heapq.heappop(self._deadlines)
-                    entry = self._pending.pop(request_id, None)
-                    if entry is not None:
-                        expired.append(entry)
-                # drop heap entries of requests already answered, so the heap stays small
-                if len(self._deadlines) > 64 and len(self._deadlines) > 4 * len(self._pending):
-                    self._deadlines = [(d, i) for d, i in self._deadlines if i in self._pending]
-                    heapq.heapify(self._deadlines)
-                if not expired:
-                    wait = self._deadlines[0][0] - now if self._deadlines else None
-                    self._wake.wait(wait)
-                    continue
-            for entry in expired:
-                request_id = entry.future.request_id
-                if entry.cancellable:
-                    self._send_cancelled(request_id, "timed out")
-                message = self._timeout_message(entry)
-                try:
-                    entry.future.set_exception(entry.timeout_error(message))
-                except InvalidStateError:
-                    pass
+    def _expire(self, request_id: int) -> None:
+        """The request's deadline passed (on the timer thread): tell the peer, fail it."""
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+        if entry is None:
+            return
+        if entry.cancellable:
+            self._send_cancelled(request_id, "timed out")
+        try:
+            entry.future.set_exception(entry.timeout_error(self._timeout_message(entry)))
+        except InvalidStateError:
+            pass
 
     def _timeout_message(self, entry: _Pending) -> str:
         return entry.timeout_message or (
@@ -477,7 +452,7 @@ class Session:
     def _mark_worker(self) -> None:
         self._local.session = self
 
-    def _submit(self, pool: ThreadPoolExecutor, fn, *args) -> None:
+    def _submit(self, pool: Workers, fn, *args) -> None:
         try:
             pool.submit(fn, *args)
         except RuntimeError:  # shut down: the session is closing

@@ -16,7 +16,7 @@ import copy
 import logging
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Callable
 
 from . import __version__, launch
@@ -36,6 +36,7 @@ from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELE
                        initialize_params, translate_initialize_error)
 from .surface import LogCallback, ResourceCallback, ServerSurface
 from .transports import open_transport
+from .workers import Workers
 from .eras import era_seam
 
 
@@ -138,8 +139,8 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         self._background = self._new_background()
         live.add(self)
 
-    def _new_background(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(1, f"raider-{self.key}-relist")
+    def _new_background(self) -> Workers:
+        return Workers(1, f"raider-{self.key}-relist")
 
     def __repr__(self) -> str:
         return f"<McpServer {self.name!r} {self.transport} {self.status}>"

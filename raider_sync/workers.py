@@ -1,0 +1,105 @@
+"""A thread pool whose threads end when idle: an idle server keeps no pool thread.
+
+:class:`Workers` is a ``concurrent.futures.Executor`` like ``ThreadPoolExecutor`` (``submit``
+returns a Future; ``shutdown(wait, cancel_futures=...)``; threads named ``<prefix>_<n>``),
+except that a thread which finds no work for :data:`IDLE_SECONDS` ends, and the next ``submit``
+starts one again. With ``max_workers=1`` tasks run one at a time, in the order submitted.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+import time
+from concurrent.futures import Executor, Future
+from typing import Any, Callable
+
+#: how long a pool thread waits for work before it ends
+IDLE_SECONDS = 1.0
+
+
+class Workers(Executor):
+    """Up to ``max_workers`` threads named ``<prefix>_<n>``, each running ``initializer()``
+    first, made as tasks need them and ended after :data:`IDLE_SECONDS` without work.
+    Threads are daemons: what runs on them is owned (and stopped) by the pool's owner."""
+
+    def __init__(self, max_workers: int, thread_name_prefix: str,
+                 initializer: Callable[[], None] | None = None):
+        self._max = max_workers
+        self._prefix = thread_name_prefix
+        self._initializer = initializer
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: collections.deque = collections.deque()
+        self._threads: set[threading.Thread] = set()
+        self._waiting = 0  # threads waiting for work
+        self._shutdown = False
+        self._numbers = itertools.count()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Queue ``fn(*args, **kwargs)``; a future of its result. Raises RuntimeError after
+        :meth:`shutdown`."""
+        future: Future = Future()
+        with self._cond:
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._queue.append((future, fn, args, kwargs))
+            if len(self._queue) > self._waiting and len(self._threads) < self._max:
+                thread = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self._prefix}_{next(self._numbers)}")
+                self._threads.add(thread)
+                thread.start()
+            else:
+                self._cond.notify()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Take no more tasks; with ``cancel_futures`` drop (and cancel) the queued ones,
+        else they still run. With ``wait``, join the threads (never the calling one)."""
+        with self._cond:
+            self._shutdown = True
+            dropped = list(self._queue) if cancel_futures else []
+            if cancel_futures:
+                self._queue.clear()
+            threads = list(self._threads)
+            self._cond.notify_all()
+        for future, *_ in dropped:
+            future.cancel()
+        if wait:
+            for thread in threads:
+                if thread is not threading.current_thread():
+                    thread.join()
+
+    def _work(self) -> None:
+        me = threading.current_thread()
+        try:
+            if self._initializer is not None:
+                self._initializer()
+            while True:
+                with self._cond:
+                    idle_until = time.monotonic() + IDLE_SECONDS
+                    while not self._queue:
+                        left = idle_until - time.monotonic()
+                        if self._shutdown or left <= 0:
+                            # gone from the set under the same lock: a submit from now on
+                            # starts a thread of its own instead of counting on this one
+                            self._threads.discard(me)
+                            return
+                        self._waiting += 1
+                        try:
+                            self._cond.wait(left)
+                        finally:
+                            self._waiting -= 1
+                    future, fn, args, kwargs = self._queue.popleft()
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:  # noqa: BLE001 - the future carries it
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+                del future, fn, args, kwargs
+        except BaseException:
+            with self._cond:
+                self._threads.discard(me)
+            raise
