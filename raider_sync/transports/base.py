@@ -68,9 +68,79 @@ def read_lines(stream, limit: int):
         yield line
 
 
+class LineSplitter:
+    """Cuts what a pipe gives, chunk by chunk, into lines (without their ``\n``).
+
+    ``feed(chunk)`` returns the lines the chunk ended: each as ``str`` decoded from UTF-8 (its
+    bytes when it is not UTF-8, for the caller to report). At most ``limit`` bytes of a line
+    are held; a longer one raises MessageTooLong, or with ``pieces`` comes out in pieces of
+    ``limit`` bytes (a log line with no end). A line is decoded once, from the buffer it was
+    gathered in, which is let go before the line is returned: a large message is held twice
+    (bytes and text) only while it is decoded, never while it is parsed.
+    """
+
+    def __init__(self, limit: int, *, pieces: bool = False):
+        self.limit = limit
+        self.pieces = pieces
+        self._held = bytearray()  # the start of a line whose end has not come yet
+
+    def feed(self, chunk: bytes) -> list[str | bytes]:
+        lines: list[str | bytes] = []
+        start = 0
+        end = chunk.find(b"\n")
+        with memoryview(chunk) as view:
+            while end >= 0:
+                if self._held:
+                    self._hold(view[start:end])
+                    lines.extend(self._release())
+                else:
+                    if end - start > self.limit and not self.pieces:
+                        raise MessageTooLong(self.limit)
+                    lines.extend(self._cut(view[start:end]))
+                start = end + 1
+                end = chunk.find(b"\n", start)
+            if start < len(chunk):
+                self._hold(view[start:])
+                while self.pieces and len(self._held) > self.limit:
+                    with memoryview(self._held) as held:
+                        lines.append(_decoded(held[:self.limit]))
+                    del self._held[:self.limit]
+        return lines
+
+    def rest(self) -> list[str | bytes]:
+        """What is held of a line that never ended (at EOF), as its last line, if anything."""
+        return self._release() if self._held else []
+
+    def _hold(self, data) -> None:
+        if len(self._held) + len(data) > self.limit and not self.pieces:
+            self._held = bytearray()
+            raise MessageTooLong(self.limit)
+        self._held += data
+
+    def _release(self) -> list[str | bytes]:
+        with memoryview(self._held) as held:
+            lines = self._cut(held) if self.pieces else [_decoded(held)]
+        self._held = bytearray()
+        return lines
+
+    def _cut(self, view) -> list[str | bytes]:
+        if len(view) <= self.limit:
+            return [_decoded(view)]
+        return [_decoded(view[i:i + self.limit]) for i in range(0, len(view), self.limit)]
+
+
+def _decoded(data) -> str | bytes:
+    try:
+        return str(data, "utf-8")
+    except UnicodeDecodeError:
+        return bytes(data)
+
+
 def decode_message(data: str | bytes) -> Any:
     """One received message parsed. Raises ValueError for anything that is not JSON, also
     for nesting too deep for the parser (which raises RecursionError) and invalid UTF-8."""
+    if isinstance(data, str) and data.startswith("\ufeff"):
+        data = data[1:]  # a byte order mark, which json.loads takes only in bytes
     try:
         return json.loads(data)
     except RecursionError:

@@ -1,9 +1,10 @@
 """The stdio transport: a server process, one JSON-RPC message per line.
 
-Threads (named after the server): ``raider-<name>-stdout`` reads messages and hands them to
-``deliver``; ``raider-<name>-stderr`` keeps a bounded tail of the server's log. Writes happen on
-the caller's thread under a lock. The process runs in a session (process group) of its own, so
-stopping it reaches ``npx``/``uvx`` wrappers and whatever they started.
+One thread per server, ``raider-<name>-reader``, waits on the server's stdout and stderr
+together (poll): it hands each stdout line to ``deliver`` and keeps a bounded tail of the
+stderr log. Writes happen on the caller's thread under a lock. The process runs in a session
+(process group) of its own, so stopping it reaches ``npx``/``uvx`` wrappers and whatever they
+started.
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import threading
 import time
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, MessageTooLong, Transport,
-                   deliver_json, encode_message, looks_like_jsonrpc, read_lines, too_large)
+from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, MessageTooLong,
+                   Transport, deliver_json, encode_message, looks_like_jsonrpc, too_large)
 
 STDERR_TAIL_LINES = 50
 _STDERR_LINE_BYTES = 64 * 1024
+_CHUNK = 256 * 1024  # a pipe holds 64 KiB unless the server's side was made larger
 _STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
 _EXIT_CODE_WAIT_SECONDS = 0.2
 
@@ -87,8 +89,7 @@ class StdioTransport(Transport):
         self._close_lock = threading.Lock()
         self._closing = False
         self._tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._threads: list[threading.Thread] = []
-        self._stderr_done = threading.Event()
+        self._reader: threading.Thread | None = None
         self._stalled = False
 
     # -- Transport -----------------------------------------------------------------------
@@ -106,7 +107,7 @@ class StdioTransport(Transport):
             self._proc = subprocess.Popen(
                 [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, start_new_session=True,
-                close_fds=True)
+                close_fds=True, bufsize=0)
         except FileNotFoundError as exc:
             missing = self.cwd if self.cwd and not os.path.isdir(self.cwd) else self.command
             raise RaiderError(f"cannot start {self.command!r}: {missing} not found") from exc
@@ -115,8 +116,9 @@ class StdioTransport(Transport):
         self.pid = self._proc.pid
         # writes wait for room with a deadline (see send); the child's end stays blocking
         os.set_blocking(self._proc.stdin.fileno(), False)  # type: ignore[union-attr]
-        self._spawn(self._read_stderr, "stderr")
-        self._spawn(self._read_stdout, "stdout", deliver, closed)
+        self._reader = threading.Thread(target=self._read, args=(deliver, closed), daemon=True,
+                                        name=f"raider-{self.name}-reader")
+        self._reader.start()
 
     def send(self, message: dict, *, deadline: float | None = None) -> None:
         """Write one message line. Blocks while the server's stdin pipe is full, until
@@ -196,9 +198,9 @@ class StdioTransport(Transport):
             self._wait(proc, 5)
             if not stdin_closed:
                 self._close_stdin(proc, 5)
-            for thread in self._threads:
-                if thread is not threading.current_thread():
-                    thread.join(5)
+            reader = self._reader
+            if reader is not None and reader is not threading.current_thread():
+                reader.join(5)
             for pipe in (proc.stdout, proc.stderr):
                 try:
                     pipe.close()  # type: ignore[union-attr]
@@ -230,49 +232,91 @@ class StdioTransport(Transport):
         except (ProcessLookupError, PermissionError):
             pass
 
-    # -- reader threads ------------------------------------------------------------------
+    # -- the reader thread -----------------------------------------------------------------
 
-    def _spawn(self, target, role: str, *args) -> None:
-        thread = threading.Thread(target=target, args=args, name=f"raider-{self.name}-{role}",
-                                  daemon=True)
-        self._threads.append(thread)
-        thread.start()
-
-    def _read_stdout(self, deliver: Deliver, closed: Closed) -> None:
-        stdout = self._proc.stdout  # type: ignore[union-attr]
+    def _read(self, deliver: Deliver, closed: Closed) -> None:
+        """Read stdout and stderr until stdout ends; then stderr until it ends too (or for a
+        moment, should a leftover child hold it open), so that the error of a server that
+        went away carries its last words; then tell ``closed`` (unless we are stopping)."""
+        proc = self._proc
+        out, err = proc.stdout, proc.stderr  # type: ignore[union-attr]
+        lines = LineSplitter(self.max_message_size)
+        log_lines = LineSplitter(_STDERR_LINE_BYTES, pieces=True)
+        poller = select.poll()
+        for pipe in (out, err):
+            os.set_blocking(pipe.fileno(), False)  # type: ignore[union-attr]
+            poller.register(pipe, select.POLLIN)
+        open_pipes = {out.fileno(): out, err.fileno(): err}  # type: ignore[union-attr]
         error: BaseException | None = None
+        drain_until: float | None = None  # set when stdout has ended
         try:
-            for line in read_lines(stdout, self.max_message_size):
-                line = line.strip()
-                if line:
-                    self._take_line(line, deliver)
-        except MessageTooLong:
-            error = ConnectionClosed(too_large(self.name, "a line on stdout",
-                                               self.max_message_size), self.stderr_tail)
-            self.log.warning("%s", error)
-        except (OSError, ValueError):
-            pass  # the pipe was closed under us: we are stopping
-        except Exception as exc:  # noqa: BLE001 - never end the reader without saying so
-            self.log.exception("%s: reading stdout failed", self.name)
-            error = ConnectionClosed(f"MCP server {self.name!r}: reading its stdout failed: "
-                                     f"{type(exc).__name__}: {exc}", self.stderr_tail)
-        if self._closing:
+            while open_pipes:
+                wait = None
+                if drain_until is not None:
+                    wait = max(0, int((drain_until - time.monotonic()) * 1000) + 1)
+                    if drain_until <= time.monotonic():
+                        break
+                for fd, _ in poller.poll(wait):
+                    pipe = open_pipes.get(fd)
+                    if pipe is None:
+                        continue
+                    try:
+                        chunk = pipe.read(_CHUNK)
+                    except (OSError, ValueError):  # closed under us: we are stopping
+                        chunk = b""
+                    if chunk is None:  # nothing after all
+                        continue
+                    if pipe is err:
+                        self._keep_log(log_lines.rest() if not chunk else log_lines.feed(chunk))
+                    elif chunk:
+                        try:
+                            for line in lines.feed(chunk):
+                                self._take_line(line, deliver)
+                        except MessageTooLong:
+                            error = ConnectionClosed(too_large(self.name, "a line on stdout",
+                                                               self.max_message_size),
+                                                     self.stderr_tail)
+                            self.log.warning("%s", error)
+                            chunk = b""
+                        except Exception as exc:  # noqa: BLE001 - never end without saying so
+                            self.log.exception("%s: reading stdout failed", self.name)
+                            error = ConnectionClosed(
+                                f"MCP server {self.name!r}: reading its stdout failed: "
+                                f"{type(exc).__name__}: {exc}", self.stderr_tail)
+                            chunk = b""
+                    if not chunk:
+                        poller.unregister(fd)
+                        del open_pipes[fd]
+                        if pipe is out:
+                            if error is not None and not self._closing:
+                                closed(error)  # at once: the limit is what it says
+                            drain_until = time.monotonic() + _STDERR_DRAIN_SECONDS
+        except Exception:  # noqa: BLE001 - the reader must not die silently
+            self.log.exception("%s: reading the server's pipes failed", self.name)
+        if self._closing or error is not None:
             return
-        if error is None:
-            # the process is gone or closed stdout: give stderr a moment to say why
-            self._stderr_done.wait(_STDERR_DRAIN_SECONDS)
-            error = ConnectionClosed(self._gone_message("it closed its stdout"),
-                                     self.stderr_tail)
-        closed(error)
+        closed(ConnectionClosed(self._gone_message("it closed its stdout"), self.stderr_tail))
 
-    def _take_line(self, line: bytes, deliver: Deliver) -> None:
+    def _keep_log(self, lines: list) -> None:
+        for line in lines:
+            if isinstance(line, bytes):
+                line = line.decode("utf-8", "replace")
+            line = line.rstrip("\r")
+            if line.strip():
+                self._tail.append(line)
+                self.log.debug("%s", line)
+
+    def _take_line(self, line: str | bytes, deliver: Deliver) -> None:
+        if not line or line.isspace():
+            return
         message = deliver_json(line, deliver, self.log, self.name, "a line on stdout")
         if looks_like_jsonrpc(message):
             self.messages_seen += 1
             return
         self.noise_lines += 1
         if self.first_noise is None:
-            self.first_noise = line[:200].decode("utf-8", "replace")
+            head = line[:200]
+            self.first_noise = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
 
     @property
     def diagnosis(self) -> str | None:
@@ -284,22 +328,6 @@ class StdioTransport(Transport):
         return (f"the server wrote {lines} not JSON-RPC to stdout (an MCP stdio server must "
                 f"write only JSON-RPC messages there, its logs to stderr), first: "
                 f"{self.first_noise!r}")
-
-    def _read_stderr(self) -> None:
-        stderr = self._proc.stderr  # type: ignore[union-attr]
-        try:
-            # a line with no end is kept in pieces: the tail stays bounded
-            for raw in iter(lambda: stderr.readline(_STDERR_LINE_BYTES), b""):  # type: ignore[union-attr]
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if line.strip():
-                    self._tail.append(line)
-                    self.log.debug("%s", line)
-        except (OSError, ValueError):
-            pass
-        except Exception:  # noqa: BLE001 - the log reader must not die silently
-            self.log.exception("%s: reading stderr failed", self.name)
-        finally:
-            self._stderr_done.set()
 
     def _gone_message(self, what: str) -> str:
         proc = self._proc
