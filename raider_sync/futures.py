@@ -114,8 +114,8 @@ class Deadline:
 
 def wait_bounded(future: Future, timeout: float) -> Any:
     """``future.result()``, bounded by ``timeout`` plus a margin. The future is expected to
-    settle by its own deadline (a session's watchdog sees to it); the margin only guards
-    against a stuck thread, after which the future is cancelled and RequestTimeout raised."""
+    settle by its own deadline (the process's timer fails it); the margin only guards against
+    a stuck thread, after which the future is cancelled and RequestTimeout raised."""
     try:
         return future.result(timeout + WAIT_MARGIN_S)
     except FutureTimeout:

@@ -228,7 +228,7 @@ class Session:
 
     def request(self, method: str, params: dict | None = None, *, timeout: float, **kw) -> Any:
         """Blocking :meth:`request_f`: the result, or the exception the future holds. The
-        wait is bounded (``timeout`` plus a margin) even should the watchdog not fail it."""
+        wait is bounded (``timeout`` plus a margin) even should the timer not fail it."""
         return wait_bounded(self.request_f(method, params, timeout=timeout, **kw), timeout)
 
     def notify(self, method: str, params: dict | None = None) -> None:
