@@ -268,21 +268,9 @@ class StdioTransport(Transport):
                         continue
                     if pipe is err:
                         self._keep_log(log_lines.rest() if not chunk else log_lines.feed(chunk))
-                    elif chunk:
-                        try:
-                            for line in lines.feed(chunk):
-                                self._take_line(line, deliver)
-                        except MessageTooLong:
-                            error = ConnectionClosed(too_large(self.name, "a line on stdout",
-                                                               self.max_message_size),
-                                                     self.stderr_tail)
-                            self.log.warning("%s", error)
-                            chunk = b""
-                        except Exception as exc:  # noqa: BLE001 - never end without saying so
-                            self.log.exception("%s: reading stdout failed", self.name)
-                            error = ConnectionClosed(
-                                f"MCP server {self.name!r}: reading its stdout failed: "
-                                f"{type(exc).__name__}: {exc}", self.stderr_tail)
+                    else:
+                        error = self._take_chunk(lines, chunk, deliver)
+                        if error is not None:
                             chunk = b""
                     if not chunk:
                         poller.unregister(fd)
@@ -296,6 +284,23 @@ class StdioTransport(Transport):
         if self._closing or error is not None:
             return
         closed(ConnectionClosed(self._gone_message("it closed its stdout"), self.stderr_tail))
+
+    def _take_chunk(self, lines: LineSplitter, chunk: bytes, deliver: Deliver) -> BaseException | None:
+        """Deliver the messages ``chunk`` completes (at EOF, an empty chunk: a last line
+        without its newline); the error that ends the connection, if one does."""
+        try:
+            for line in lines.feed(chunk) if chunk else lines.rest():
+                self._take_line(line, deliver)
+        except MessageTooLong:
+            error = ConnectionClosed(too_large(self.name, "a line on stdout",
+                                               self.max_message_size), self.stderr_tail)
+            self.log.warning("%s", error)
+            return error
+        except Exception as exc:  # noqa: BLE001 - never end the reader without saying so
+            self.log.exception("%s: reading stdout failed", self.name)
+            return ConnectionClosed(f"MCP server {self.name!r}: reading its stdout failed: "
+                                    f"{type(exc).__name__}: {exc}", self.stderr_tail)
+        return None
 
     def _keep_log(self, lines: list) -> None:
         for line in lines:

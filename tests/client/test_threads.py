@@ -12,6 +12,7 @@ from conftest import SDK_SERVER, config_of, poll
 
 from raider_sync import McpHub, timer
 from raider_sync.transports.base import LineSplitter, MessageTooLong
+from raider_sync.transports.stdio import StdioTransport
 from raider_sync.workers import Workers
 
 SERVERS = 3
@@ -119,3 +120,21 @@ def test_lines_cut_anywhere_come_out_whole_and_decoded():
         lines = LineSplitter(64)
         got = lines.feed(data[:cut]) + lines.feed(data[cut:])
         assert got == ["première", '{"a": 1}\r', b"\xff?"]
+
+
+def test_the_reader_delivers_a_last_line_without_newline_then_the_last_words():
+    got: list = []
+    ended: list[BaseException] = []
+    done = threading.Event()
+    transport = StdioTransport(
+        "sh", ["-c", 'printf \'{"jsonrpc":"2.0","method":"a"}\\n{"jsonrpc":"2.0","method":"b"}\'; '
+               'echo "last words" >&2'], name="tail", kill_grace=1)
+    try:
+        transport.start(got.append, lambda error: (ended.append(error), done.set()))
+        assert done.wait(WAIT)
+        assert [m["method"] for m in got] == ["a", "b"]
+        assert "last words" in str(ended[0])
+        assert threads_of(["raider-tail-"]) in ([], ["raider-tail-reader"])  # one, ending
+    finally:
+        transport.close()
+    assert threads_of(["raider-tail-"]) == []
