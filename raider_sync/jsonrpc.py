@@ -16,8 +16,8 @@ and a transport that only moves messages. It owns:
   when the future is done. Requests are ordered apart, so a callback may wait for another
   request that has progress callbacks of its own.
 
-The pools' threads are named ``raider-<name>-...``, made as work comes, end after a second
-without work (an idle session has none) and are joined by :meth:`Session.close`.
+The pools' threads are named ``raider-<name>-...``, made as work comes, end after half a
+second without work (an idle session has none) and are joined by :meth:`Session.close`.
 """
 from __future__ import annotations
 

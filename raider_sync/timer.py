@@ -22,7 +22,7 @@ from typing import Callable
 log = logging.getLogger("raider_sync.timer")
 
 #: how long the timer thread stays with nothing scheduled before it ends
-IDLE_SECONDS = 1.0
+IDLE_SECONDS = 0.25
 THREAD_NAME = "raider-timer"
 
 # a handle is the heap entry itself: [when, order, action]; a cancelled one holds no action

@@ -15,7 +15,7 @@ from concurrent.futures import Executor, Future
 from typing import Any, Callable
 
 #: how long a pool thread waits for work before it ends
-IDLE_SECONDS = 1.0
+IDLE_SECONDS = 0.5
 
 
 class Workers(Executor):
