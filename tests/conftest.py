@@ -189,5 +189,33 @@ def no_leaks(request):
         pytest.fail("leak: " + "; ".join(problems), pytrace=False)
 
 
+@pytest.fixture(scope="session")
+def conformance_runs(tmp_path_factory):
+    """The conformance harness's runs (tests/conformance/harness.py), each executed on first
+    use in this worker and kept: ``conformance_runs(name)`` is its outcome."""
+    from conformance.harness import Runs
+    return Runs(tmp_path_factory)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "allow_leaks: the test checks leaks itself")
+
+
+#: tests that share the conformance harness's runs (tests/conformance/harness.py): one worker
+#: takes them all, so each run executes once, one at a time
+HARNESS_TESTS = ("tests/auth/test_conformance.py::", "tests/conformance/test_")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's "load" (its default for -n), except that the harness's tests are one unit,
+    handed out first (the largest); every other test is its own unit."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class HarnessTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "conformance-harness" if nodeid.startswith(HARNESS_TESTS) else nodeid
+
+    return HarnessTogether(config, log)

@@ -18,6 +18,8 @@ from raider_sync.auth import (ClientCredentials, IdJag, JwtBearer, MemoryTokenSt
                               PrivateKeyJWT, redirect_consent)
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
+#: bounds for a hang, not for speed: a harness run starts dozens of clients at once
+TIMEOUT = 120.0
 
 
 def make_auth(scenario: str, context: dict) -> OAuth:
@@ -49,16 +51,16 @@ def main(argv: list[str]) -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     config = McpConfig.from_dict({"mcpServers": {"conformance": {"type": "http", "url": url}}})
-    server = McpServer(config.server("conformance"), startup_timeout_ms=20000,
+    server = McpServer(config.server("conformance"), startup_timeout_ms=int(TIMEOUT * 1000),
                        auth=make_auth(scenario, context))
     try:
         server.initialize()
         if server.status != "connected":
             print(f"not connected: {server.status}: {server.reason}", file=sys.stderr)
             return 1
-        tools = server.list_tools(timeout=15)
+        tools = server.list_tools(timeout=TIMEOUT)
         if tools:
-            server.call_tool(tools[0]["name"], {}, timeout=15)
+            server.call_tool(tools[0]["name"], {}, timeout=TIMEOUT)
         return 0
     except RaiderError as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)

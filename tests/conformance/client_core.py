@@ -17,7 +17,7 @@ import sys
 
 from raider_sync import McpConfig, McpError, McpServer, SkillRejected
 
-TIMEOUT = 50.0  # generous: the harness may run many scenarios at once
+TIMEOUT = 120.0  # a bound for a hang: a harness run starts dozens of clients at once
 SCENARIO = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
 CONTEXT = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
 
