@@ -219,3 +219,14 @@ def pytest_xdist_make_scheduler(config, log):
             return "conformance-harness" if nodeid.startswith(HARNESS_TESTS) else nodeid
 
     return HarnessTogether(config, log)
+
+
+#: modules whose tests take longest (hypothesis, the manual's build, the soak, many
+#: processes): collected first, so that no worker is left running one of them at the end
+SLOW_MODULES = ("tests/test_docs.py", "tests/llm/test_names.py", "tests/llm/test_schema.py",
+                "tests/client/test_http_headers.py", "tests/client/test_soak.py",
+                "tests/test_notebook.py", "tests/gateway/test_scale.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not item.nodeid.startswith(SLOW_MODULES))  # stable
