@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from ..errors import AuthError
 
@@ -75,12 +77,25 @@ def bearer_challenge(response: requests.Response) -> Challenge | None:
     return None
 
 
+def _metadata_session() -> requests.Session:
+    """A session whose GETs (metadata documents) are tried once more when a kept-alive
+    connection turns out closed by the host (a server that drops idle connections after a
+    few seconds races the reuse). POSTs are never repeated: a code or a refresh token may
+    be used once only."""
+    session = requests.Session()
+    retry = Retry(total=1, connect=1, read=1, status=0, redirect=0, other=0,
+                  allowed_methods=frozenset({"GET"}), raise_on_status=False)
+    for prefix in ("http://", "https://"):
+        session.mount(prefix, HTTPAdapter(max_retries=retry))
+    return session
+
+
 class AuthHttp:
     """Exchanges with authorization servers and metadata hosts (one ``requests.Session``)."""
 
     def __init__(self, session: requests.Session | None = None,
                  timeout: float = HTTP_TIMEOUT, protocol_version: str | None = None):
-        self.session = session or requests.Session()
+        self.session = session or _metadata_session()
         self.timeout = timeout
         self.protocol_version = protocol_version
 
