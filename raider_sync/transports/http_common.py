@@ -26,6 +26,7 @@ from typing import Iterator, Mapping
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+from requests.utils import check_header_validity
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -44,7 +45,9 @@ HELPER_TIMEOUT = 10.0
 #: characters of a body kept in an error
 EXCERPT_CHARS = 300
 _READ_SIZE = 65536
-_POOL_SIZE = 32
+#: kept-alive connections per server: one per concurrent caller up to this many (a caller
+#: beyond it opens a connection that is closed after its exchange)
+_POOL_SIZE = 128
 
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
@@ -130,6 +133,9 @@ class HttpChannel:
         adapter.poolmanager.pool_classes_by_scheme = _tracking_pools(self)
         self.http.mount("http://", adapter)
         self.http.mount("https://", adapter)
+        self._settings = {"proxies": self.http.proxies, "verify": self.http.verify,
+                          "cert": self.http.cert}
+        self._templates: dict[tuple[str, str], requests.PreparedRequest] = {}
 
     # -- headers ---------------------------------------------------------------------------
 
@@ -248,8 +254,13 @@ class HttpChannel:
             timeout = (min(read, CONNECT_TIMEOUT), read)
         for attempt in (1, 2):
             try:
-                return self.http.request(method, url, data=data, headers=headers,
-                                         timeout=timeout, stream=True, allow_redirects=False)
+                prepared = self._prepare(method, url, headers, data)
+                if prepared is None:
+                    return self.http.request(method, url, data=data, headers=headers,
+                                             timeout=timeout, stream=True,
+                                             allow_redirects=False)
+                return self.http.send(prepared, timeout=timeout, stream=True,
+                                      allow_redirects=False, **self._settings)
             except requests.exceptions.RequestException as exc:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise DeadlinePassed(f"{url}: no answer before the deadline") from exc
@@ -257,6 +268,33 @@ class HttpChannel:
                     continue  # a kept-alive connection the server had closed (it restarted)
                 raise unreachable(exc, url) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _prepare(self, method: str, url: str, headers: Mapping[str, str],
+                 data: bytes | None) -> requests.PreparedRequest | None:
+        """The request, prepared from the one prepared once for ``method`` and ``url`` (its
+        URL and the session's headers): requests' full preparation costs as much as the
+        exchange. None while the server keeps cookies, which that preparation sends.
+        Raises requests' InvalidHeader for a header value that cannot be sent."""
+        if self.http.cookies:
+            return None
+        template = self._templates.get((method, url))
+        if template is None:
+            template = self.http.prepare_request(requests.Request(method, url))
+            self._templates[method, url] = template
+        prepared = requests.PreparedRequest()
+        prepared.method, prepared.url, prepared.hooks = template.method, template.url, \
+            template.hooks
+        prepared._cookies = template._cookies
+        merged = template.headers.copy()
+        for item in headers.items():
+            check_header_validity(item)
+            merged[item[0]] = item[1]
+        if data is not None:
+            merged["Content-Length"] = str(len(data))
+        elif method not in ("GET", "HEAD"):
+            merged["Content-Length"] = "0"
+        prepared.headers, prepared.body = merged, data
+        return prepared
 
     def failure(self, response: requests.Response, what: str) -> TransportError:
         """An HTTP error status as a TransportError, with a short excerpt of the body (a
@@ -374,6 +412,22 @@ class HttpChannel:
         for _ in self.chunks(response, time.monotonic() + seconds):
             pass
 
+    def drain_ready(self, response: requests.Response) -> bool:
+        """Read what of a body has already arrived, never waiting for more: True once the
+        body ended (its connection is back in the pool), False when more is still to come
+        or when that cannot be told (the caller drains it elsewhere, or drops it)."""
+        raw = response.raw
+        try:
+            while _arrived(raw):
+                if not raw.read1(_READ_SIZE):
+                    return True
+        except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError,
+                AttributeError) as exc:
+            log.debug("%s: stream ended: %s", self.name, exc)
+            response.close()
+            return True
+        return False
+
     # -- stopping --------------------------------------------------------------------------
 
     def abort(self) -> None:
@@ -432,6 +486,26 @@ def _shut(connection: HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _arrived(raw) -> bool:
+    """Whether reading ``raw`` (a urllib3 response) would find bytes without waiting: some
+    are buffered, or the socket has some (looked at without blocking), or the body is done."""
+    fp = getattr(raw, "_fp", None)  # http.client's response
+    buffered = getattr(fp, "fp", None)
+    if buffered is None or getattr(raw, "_decoded_buffer", None):
+        return True
+    sock = _socket_of(raw)
+    if sock is None:
+        return False
+    timeout = sock.gettimeout()
+    sock.settimeout(0.0)  # peek returns what is buffered, else what one read finds, else b""
+    try:
+        return bool(buffered.peek(1))
+    except (OSError, ValueError):  # TLS wanting more bytes, a socket shut meanwhile
+        return False
+    finally:
+        sock.settimeout(timeout)
 
 
 def _socket_of(raw) -> socket.socket | None:

@@ -128,13 +128,15 @@ def test_timeout_cancels_then_another_call_works(peer, client):
     srv = client()
     sent = []
     transport = srv._transport
-    original = transport.send
 
-    def spy(message, **kw):
-        sent.append(message)
-        return original(message, **kw)
+    def spy(original):
+        def send(message, **kw):
+            sent.append(message)
+            return original(message, **kw)
+        return send
 
-    transport.send = spy
+    # the blocking call reads its answer stream on its own thread (send_awaited)
+    transport.send, transport.send_awaited = spy(transport.send), spy(transport.send_awaited)
     name, args = _slow(peer.kind_name, 5)
     started = time.monotonic()
     with pytest.raises(ToolTimeout, match="timed out after 0.5 s"):
