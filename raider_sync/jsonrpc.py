@@ -216,10 +216,8 @@ class Session:
             if request_id not in self._pending:
                 return  # cancelled, timed out or failed before its turn to be sent
         try:
-            if wait:
-                self.transport.send_awaited(message, deadline=deadline)
-            else:
-                self.transport.send(message, deadline=deadline)
+            send = getattr(self.transport, "send_awaited", None) if wait else None
+            (send or self.transport.send)(message, deadline=deadline)
         except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
             self._settle(request_id, error=entry.timeout_error(self._timeout_message(entry)))
         except (TypeError, ValueError) as exc:  # params JSON cannot carry: the caller's error
@@ -234,6 +232,7 @@ class Session:
     def request(self, method: str, params: dict | None = None, *, timeout: float, **kw) -> Any:
         """Blocking :meth:`request_f`: the result, or the exception the future holds. The
         wait is bounded (``timeout`` plus a margin) even should the timer not fail it."""
+        kw.setdefault("wait", kw.get("inline", True))
         return wait_bounded(self.request_f(method, params, timeout=timeout, **kw), timeout)
 
     def notify(self, method: str, params: dict | None = None) -> None:

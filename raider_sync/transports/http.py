@@ -64,6 +64,9 @@ RENEW_TIMEOUT = 30.0
 DELETE_TIMEOUT = 5.0
 #: seconds to read what follows an answer on its stream (so the connection can be reused)
 DRAIN_SECONDS = 0.25
+#: answered streams in a row whose end did not follow before the caller's thread stops
+#: waiting for ends (it waits again once an end is found already there)
+END_MISSES = 3
 MAX_RESUMES = 50
 _ACCEPT_BOTH = "application/json, text/event-stream"
 
@@ -93,6 +96,7 @@ class StreamableHttpTransport(Transport):
         self._message_headers: Callable[[dict], dict] | None = None  # set: stateless era
         self._answer_streams: dict[Any, requests.Response] = {}  # request id -> its stream
         self._get_stream: requests.Response | None = None
+        self._end_misses = 0  # answered streams in a row whose end did not come at once
         self._deliver: Deliver | None = None
         self._closing = False
         self._closed = False
@@ -383,7 +387,9 @@ class StreamableHttpTransport(Transport):
               request_id: Any, idle_timeout: float | None = None, here: bool = False) -> bool:
         """Deliver the stream's messages; True once the answer to ``request_id`` came (the
         rest of the stream is then drained briefly, or dropped). ``here`` (the caller's
-        thread) reads only what has arrived after the answer and leaves the rest to a worker."""
+        thread) waits only for the stream's end, and not at all once the end failed to come
+        END_MISSES times in a row (a server that keeps answered streams open) until an end
+        is found already there: the rest is left to a worker."""
         events = self.channel.events(response, parser, deadline, idle_timeout=idle_timeout)
         handed_off = False
         try:
@@ -395,7 +401,11 @@ class StreamableHttpTransport(Transport):
                 if request_id is not None and _answers(message, request_id):
                     if not here:
                         self.channel.drain(response, DRAIN_SECONDS)
-                    elif not self.channel.drain_ready(response):
+                    elif self.channel.finish(response, DRAIN_SECONDS
+                                             if self._end_misses < END_MISSES else 0):
+                        self._end_misses = 0
+                    else:
+                        self._end_misses += 1
                         handed_off = self._hand_off(response, events)
                     return True
             return False

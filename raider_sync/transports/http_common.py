@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -29,6 +30,7 @@ from requests.adapters import HTTPAdapter
 from requests.utils import check_header_validity
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.util.wait import wait_for_read
 
 from ..errors import TransportError
 from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message, too_large
@@ -45,6 +47,7 @@ HELPER_TIMEOUT = 10.0
 #: characters of a body kept in an error
 EXCERPT_CHARS = 300
 _READ_SIZE = 65536
+_LAST_CHUNK = b"0\r\n\r\n"  # the last chunk of a chunked body, without trailers
 #: kept-alive connections per server: one per concurrent caller up to this many (a caller
 #: beyond it opens a connection that is closed after its exchange)
 _POOL_SIZE = 128
@@ -412,21 +415,34 @@ class HttpChannel:
         for _ in self.chunks(response, time.monotonic() + seconds):
             pass
 
-    def drain_ready(self, response: requests.Response) -> bool:
-        """Read what of a body has already arrived, never waiting for more: True once the
-        body ended (its connection is back in the pool), False when more is still to come
-        or when that cannot be told (the caller drains it elsewhere, or drops it)."""
+    def finish(self, response: requests.Response, wait: float) -> bool:
+        """Read a body to its end when nothing but its end is left to come and the end
+        comes within ``wait`` s (0: only when it is already here), so that the connection
+        goes back to the pool: True then. False, with the response left as it was, when
+        other bytes come first, when the end does not come in time, or when that cannot be
+        told (the caller drains it elsewhere)."""
         raw = response.raw
+        sock = _socket_of(raw)
+        deadline = time.monotonic() + wait
+        seen = -1
         try:
-            while _arrived(raw):
-                if not raw.read1(_READ_SIZE):
+            while True:
+                ahead = _ahead(raw)
+                if ahead is True:
+                    while raw.read1(_READ_SIZE):
+                        pass
                     return True
+                left = deadline - time.monotonic()
+                if ahead is None or len(ahead) == seen or sock is None or left <= 0:
+                    return False  # other bytes, or nothing new although readable (closed)
+                seen = len(ahead)
+                if not wait_for_read(sock, left):
+                    return False
         except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError,
                 AttributeError) as exc:
             log.debug("%s: stream ended: %s", self.name, exc)
             response.close()
-            return True
-        return False
+        return True
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -488,24 +504,48 @@ def _shut(connection: HTTPConnection) -> None:
             pass
 
 
-def _arrived(raw) -> bool:
-    """Whether reading ``raw`` (a urllib3 response) would find bytes without waiting: some
-    are buffered, or the socket has some (looked at without blocking), or the body is done."""
+def _ahead(raw) -> bool | bytes | None:
+    """What is left of ``raw`` (a urllib3 response), looked at without blocking: True when
+    the rest up to the body's end is here (a body read to its length, or a chunked body's
+    last chunk, ``0`` and the empty line, buffered or in the socket); the bytes here when
+    they are the start of that end (none, or part of it); None when other bytes are there
+    or when that cannot be told."""
     fp = getattr(raw, "_fp", None)  # http.client's response
     buffered = getattr(fp, "fp", None)
-    if buffered is None or getattr(raw, "_decoded_buffer", None):
-        return True
+    if buffered is None:
+        return True  # read to its end and closed
+    if getattr(raw, "_decoded_buffer", None) or not getattr(fp, "chunked", False):
+        return True if getattr(fp, "length", None) == 0 else None
     sock = _socket_of(raw)
-    if sock is None:
-        return False
+    if fp.chunk_left or sock is None:  # the chunk under way has bytes left
+        return None
     timeout = sock.gettimeout()
-    sock.settimeout(0.0)  # peek returns what is buffered, else what one read finds, else b""
+    sock.settimeout(0.0)  # peek gives what is buffered, else what one read finds, else b""
     try:
-        return bool(buffered.peek(1))
-    except (OSError, ValueError):  # TLS wanting more bytes, a socket shut meanwhile
-        return False
+        ahead = _peek(buffered)
+        if fp.chunk_left == 0:  # the CRLF closing the chunk read last comes first
+            if ahead[:2] != b"\r\n":
+                return ahead if b"\r\n".startswith(ahead) else None
+            # consumed as http.client would before the next chunk's size, so that what
+            # follows it can be looked at too
+            buffered.read(2)
+            fp.chunk_left = None
+            ahead = ahead[2:] or _peek(buffered)
+    except (OSError, ValueError):  # a socket shut meanwhile
+        return None
     finally:
         sock.settimeout(timeout)
+    if ahead.startswith(_LAST_CHUNK):
+        return True
+    return ahead if _LAST_CHUNK.startswith(ahead) else None
+
+
+def _peek(buffered) -> bytes:
+    """The bytes buffered, else those one non-blocking read finds (none when it would wait)."""
+    try:
+        return buffered.peek(len(_LAST_CHUNK))
+    except ssl.SSLWantReadError:  # a TLS record not whole yet
+        return b""
 
 
 def _socket_of(raw) -> socket.socket | None:
