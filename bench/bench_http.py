@@ -143,8 +143,9 @@ class AsyncPeer:
             return times
         return self.run(measure())
 
-    def rate(self, callers: int, seconds: float) -> float:
-        """Calls per second of ``callers`` tasks calling for ``seconds``."""
+    def rate(self, callers: int, seconds: float) -> tuple[float, float]:
+        """Calls per second of ``callers`` tasks calling for ``seconds``, and this
+        process's CPU seconds per call meanwhile."""
         async def measure() -> float:
             done = 0
             stop = time.perf_counter() + seconds
@@ -154,9 +155,10 @@ class AsyncPeer:
                 while time.perf_counter() < stop:
                     await self.call()
                     done += 1
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             await asyncio.gather(*(caller() for _ in range(callers)))
-            return done / (time.perf_counter() - started)
+            return (done / (time.perf_counter() - started),
+                    (time.process_time() - cpu) / max(done, 1))
         return self.run(measure())
 
     def close(self) -> None:
@@ -200,8 +202,9 @@ class FastMcp(AsyncPeer):
 
 # -- threads ------------------------------------------------------------------------------
 
-def thread_rate(calls: list, seconds: float) -> float:
-    """Calls per second of one thread per ``calls[i]`` calling it for ``seconds``."""
+def thread_rate(calls: list, seconds: float) -> tuple[float, float]:
+    """Calls per second of one thread per ``calls[i]`` calling it for ``seconds``, and this
+    process's CPU seconds per call meanwhile."""
     done = [0] * len(calls)
     start = threading.Barrier(len(calls) + 1)
     stop = [0.0]
@@ -220,14 +223,15 @@ def thread_rate(calls: list, seconds: float) -> float:
                for i in range(len(calls))]
     for thread in threads:
         thread.start()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     stop[0] = started + seconds
     start.wait()
     for thread in threads:
         thread.join()
     if errors:
         raise errors[0]
-    return sum(done) / (time.perf_counter() - started)
+    return (sum(done) / (time.perf_counter() - started),
+            (time.process_time() - cpu) / max(sum(done), 1))
 
 
 # -- one server ---------------------------------------------------------------------------
@@ -287,8 +291,12 @@ def measure_latency(flags: list[str]) -> dict[str, float]:
         stop_process(proc)
 
 
-def measure_callers(flags: list[str]) -> dict[int, dict[str, float]]:
-    """Per caller count, the best calls/s of each client over RATE_ROUNDS interleaved rounds."""
+Rates = dict[int, dict[str, float]]
+
+
+def measure_callers(flags: list[str]) -> tuple[Rates, Rates]:
+    """Per caller count and client, the best calls/s and the least client CPU seconds per
+    call over RATE_ROUNDS interleaved rounds (the order of the clients rotated each round)."""
     proc, url = _start_server(flags)
     clients: list = []
     try:
@@ -312,15 +320,17 @@ def measure_callers(flags: list[str]) -> dict[int, dict[str, float]]:
         }
         for way in ways.values():  # warm every connection the largest count will use
             way(max(CALLERS))
-        best: dict[int, dict[str, float]] = {n: {} for n in CALLERS}
+        best: Rates = {n: {} for n in CALLERS}
+        cpus: Rates = {n: {} for n in CALLERS}
         for round_ in range(RATE_ROUNDS):
             for n in CALLERS:
                 names = list(ways)
                 names = names[round_ % len(names):] + names[:round_ % len(names)]  # rotated
                 for name in names:
-                    value = ways[name](n)
+                    value, cpu = ways[name](n)
                     best[n][name] = max(best[n].get(name, value), value)
-        return best
+                    cpus[n][name] = min(cpus[n].get(name, cpu), cpu)
+        return best, cpus
     finally:
         _close(clients)
         stop_process(proc)
@@ -341,15 +351,17 @@ def main() -> None:
         verdict_sdk = "ok" if ours < best["SDK async"] else "MISSED"
         print(f"  targets: within 1.15x of the floor: {ours / floor:.2f}x {verdict_floor}; "
               f"below the SDK's async client: {ours / best['SDK async']:.2f}x {verdict_sdk}")
-    rates = measure_callers([])
-    others = ("floor", "SDK async", "FastMCP async")
-    rows = [("callers", "raider_sync", *others, *(f"/ {name}" for name in others))]
+    rates, cpus = measure_callers([])
+    names = ("raider_sync", "floor", "SDK async", "FastMCP async")
+    rows = [("callers", *names, "raider_sync / floor", "/ SDK async", "/ FastMCP async")]
     for n, best in rates.items():
         ours = best["raider_sync"]
-        rows.append((str(n), f"{ours:7.0f}/s", *(f"{best[name]:7.0f}/s" for name in others),
-                     *(f"{ours / best[name]:5.2f}x" for name in others)))
-    table(f"http: SDK server, SSE answers, tool echo, throughput (best of {RATE_ROUNDS} rounds "
-          f"of {WINDOW:g} s; ratios raider_sync / it, above 1.00x is faster)", rows)
+        rows.append((str(n), *(f"{best[name]:6.0f}/s {cpus[n][name] * 1e6:5.0f} us"
+                               for name in names),
+                     *(f"{ours / best[name]:5.2f}x" for name in names[1:])))
+    table(f"http: SDK server, SSE answers, tool echo: calls/s and client CPU per call (best "
+          f"of {RATE_ROUNDS} rounds of {WINDOW:g} s; ratios of calls/s, above 1.00x is faster)",
+          rows)
     sixteen = rates[16]
     ours = sixteen["raider_sync"]
     versus_fast, versus_floor = ours / sixteen["FastMCP async"], ours / sixteen["floor"]

@@ -411,3 +411,15 @@ def test_a_stream_held_open_after_its_answer_does_not_hold_the_caller(fake, conn
          what="the rest of the stream drained")
     assert text(client.call_tool("echo", {})) == "echo: {}"
     assert server.connections == opened, "the drained connection was used again"
+
+
+def test_a_blocking_call_on_an_endless_stream_ends_at_its_timeout_and_is_cancelled(fake, connect):
+    server = fake()
+    client = connect(server)
+    started = time.monotonic()
+    with pytest.raises(ToolTimeout, match="timed out after 0.5 s"):
+        client.call_tool("endless", {}, timeout=0.5)  # read on this thread, bounded by 0.5 s
+    assert time.monotonic() - started < 2.5
+    poll(lambda: server.cancelled, what="notifications/cancelled")
+    assert _stream_workers() == []
+    assert text(client.call_tool("echo", {})) == "echo: {}"
