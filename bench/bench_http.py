@@ -248,6 +248,17 @@ def _raider(url: str) -> McpServer:
     return raider
 
 
+def _connect(url: str, clients: list) -> tuple[McpServer, SdkClient, FastMcp]:
+    """raider_sync, the SDK's client and FastMCP's, each added to ``clients`` once connected."""
+    raider = _raider(url)
+    clients.append(raider)
+    sdk = SdkClient(url)
+    clients.append(sdk)
+    fast = FastMcp(url)
+    clients.append(fast)
+    return raider, sdk, fast
+
+
 def _close(clients: list) -> None:
     for client in clients:
         (client.stop if isinstance(client, McpServer) else client.close)()
@@ -260,12 +271,7 @@ def measure_latency(flags: list[str]) -> dict[str, float]:
     try:
         floor = Floor(url)
         clients.append(floor)
-        raider = _raider(url)
-        clients.append(raider)
-        sdk = SdkClient(url)
-        clients.append(sdk)
-        fast = FastMcp(url)
-        clients.append(fast)
+        raider, sdk, fast = _connect(url, clients)
         tool = "mcp__bench__echo"
         ways = {
             "floor": floor.call,
@@ -300,12 +306,7 @@ def measure_callers(flags: list[str]) -> tuple[Rates, Rates]:
     proc, url = _start_server(flags)
     clients: list = []
     try:
-        raider = _raider(url)
-        clients.append(raider)
-        sdk = SdkClient(url)
-        clients.append(sdk)
-        fast = FastMcp(url)
-        clients.append(fast)
+        raider, sdk, fast = _connect(url, clients)
         floors = [Floor(url) for _ in range(max(CALLERS))]
         clients.extend(floors)
         tool = "mcp__bench__echo"

@@ -47,6 +47,7 @@ HELPER_TIMEOUT = 10.0
 #: characters of a body kept in an error
 EXCERPT_CHARS = 300
 _READ_SIZE = 65536
+_TEMPLATES = 16  # prepared requests kept per server, by method and URL
 _LAST_CHUNK = b"0\r\n\r\n"  # the last chunk of a chunked body, without trailers
 #: kept-alive connections per server: one per concurrent caller up to this many (a caller
 #: beyond it opens a connection that is closed after its exchange)
@@ -283,6 +284,8 @@ class HttpChannel:
         template = self._templates.get((method, url))
         if template is None:
             template = self.http.prepare_request(requests.Request(method, url))
+            if len(self._templates) >= _TEMPLATES:  # URLs that change (legacy SSE sessions)
+                self._templates.clear()
             self._templates[method, url] = template
         prepared = requests.PreparedRequest()
         prepared.method, prepared.url, prepared.hooks = template.method, template.url, \
