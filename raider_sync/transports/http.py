@@ -10,7 +10,7 @@ Threads, named after the server:
   comes; priming events are skipped. A stream that ends before the answer is resumed with a
   GET carrying ``Last-Event-ID``, after the server's ``retry:`` delay. What follows the
   answer on its stream is read for a moment so the connection can be reused: on the caller's
-  thread only what has already arrived, the rest by a worker.
+  thread only the stream's end (see :meth:`_pump`), anything else by a worker.
 - ``raider-<name>-listen``: the GET stream for server-initiated messages, opened by
   :meth:`negotiated` right after initialize (before ``notifications/initialized``, so nothing
   the server announces then is lost); 405 means the server has none; a dropped stream is reopened
