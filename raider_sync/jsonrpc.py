@@ -162,11 +162,13 @@ class Session:
                   timeout_error: type[RequestTimeout] = RequestTimeout,
                   cancellable: bool = True,
                   transform: Callable[[Any], Any] | None = None,
-                  inline: bool = True) -> Future:
+                  inline: bool = True, wait: bool = False) -> Future:
         """Send a request; return a Future of its result. Never blocks on the answer; with
         ``inline`` (the default) the send happens on the caller's thread (a full pipe or an
         HTTP exchange blocks it, at most until the deadline), else on a sender thread and
-        the method returns at once.
+        the method returns at once. ``wait`` (with ``inline``) says the caller blocks on the
+        future next: the transport may then read the answer on this thread too
+        (:meth:`~raider_sync.transports.base.Transport.send_awaited`).
 
         ``transform(result)``, when given, shapes the result before the future holds it (an
         exception it raises is the future's). The future fails with ``timeout_error`` once
@@ -199,7 +201,7 @@ class Session:
         if params:
             message["params"] = params
         if inline:
-            self._send_request(request_id, entry, message, deadline)
+            self._send_request(request_id, entry, message, deadline, wait)
             return future
         try:
             self._senders.submit(self._send_request, request_id, entry, message, deadline)
@@ -209,12 +211,13 @@ class Session:
         return future
 
     def _send_request(self, request_id: int, entry: _Pending, message: dict,
-                      deadline: float) -> None:
+                      deadline: float, wait: bool = False) -> None:
         with self._lock:
             if request_id not in self._pending:
                 return  # cancelled, timed out or failed before its turn to be sent
         try:
-            self.transport.send(message, deadline=deadline)
+            send = getattr(self.transport, "send_awaited", None) if wait else None
+            (send or self.transport.send)(message, deadline=deadline)
         except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
             self._settle(request_id, error=entry.timeout_error(self._timeout_message(entry)))
         except (TypeError, ValueError) as exc:  # params JSON cannot carry: the caller's error
@@ -229,6 +232,7 @@ class Session:
     def request(self, method: str, params: dict | None = None, *, timeout: float, **kw) -> Any:
         """Blocking :meth:`request_f`: the result, or the exception the future holds. The
         wait is bounded (``timeout`` plus a margin) even should the timer not fail it."""
+        kw.setdefault("wait", kw.get("inline", True))
         return wait_bounded(self.request_f(method, params, timeout=timeout, **kw), timeout)
 
     def notify(self, method: str, params: dict | None = None) -> None:

@@ -140,7 +140,7 @@ class Listings:
             if session is None:
                 raise self._not_connected()
             return wait_bounded(self._era.request_f(session, method, params, cache,
-                                                    timeout=seconds,
+                                                    timeout=seconds, wait=True,
                                                     timeout_message=timeout_message), seconds)
         return fetch_all_pages(request, field, timeout)
 
@@ -183,6 +183,6 @@ class Listings:
             if self._status not in UP or session is None:
                 return failed(self._not_connected())
             return self._era.request_f(session, method, params, cache, timeout=left,
-                                       inline=inline, **options)
+                                       inline=inline, wait=inline, **options)
 
         return self._when_up_f(bound, send, inline, what=method)

@@ -414,7 +414,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
                 timeout=left, on_progress=on_progress, timeout_error=ToolTimeout,
                 timeout_message=f"MCP tool call timed out after {bound:g} s",
                 transform=lambda result: self._shape_result(result, name, original, raising),
-                inline=inline)
+                inline=inline, wait=inline)  # inline: the blocking call_tool waits next
 
         return self._when_up_f(bound, call, inline, ToolTimeout, "MCP tool call")
 

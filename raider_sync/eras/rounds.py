@@ -55,6 +55,7 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
         if outer.cancelled():
             return
         leg = send(method, leg_params, timeout=left(), **options)
+        options.pop("wait", None)  # later legs are sent from the pool, which waits for none
         state["leg"] = leg
         leg.add_done_callback(settled)
 

@@ -195,6 +195,12 @@ class Transport:
         Raises ConnectionClosed when the connection is gone."""
         raise NotImplementedError
 
+    def send_awaited(self, message: dict, *, deadline: float | None = None) -> None:
+        """Send a request whose caller waits for its answer right after: a transport may
+        read the answer on this thread before returning (never past ``deadline``), sparing
+        a hand-off to a reader thread. By default, :meth:`send`."""
+        self.send(message, deadline=deadline)
+
     def close(self) -> None:
         """End the connection and join the transport's threads. Safe to call twice."""
         raise NotImplementedError

@@ -4,10 +4,13 @@ Threads, named after the server:
 
 - the caller's thread POSTs (one ``requests.Session``, pooled keep-alive connections). A JSON
   answer is delivered on it, so a blocking call costs no thread hand-off.
-- an event-stream answer is read by a worker of the pool ``raider-<name>-stream``: every
-  message on it (server requests and notifications too) is delivered as it comes; priming events
-  are skipped. A stream that ends before the answer is resumed with a GET carrying
-  ``Last-Event-ID``, after the server's ``retry:`` delay.
+- an event-stream answer is read by a worker of the pool ``raider-<name>-stream``, or, when
+  the caller waits for it anyway (:meth:`send_awaited`, the blocking calls), on the caller's
+  thread: every message on it (server requests and notifications too) is delivered as it
+  comes; priming events are skipped. A stream that ends before the answer is resumed with a
+  GET carrying ``Last-Event-ID``, after the server's ``retry:`` delay. What follows the
+  answer on its stream is read for a moment so the connection can be reused: on the caller's
+  thread only the stream's end (see :meth:`_pump`), anything else by a worker.
 - ``raider-<name>-listen``: the GET stream for server-initiated messages, opened by
   :meth:`negotiated` right after initialize (before ``notifications/initialized``, so nothing
   the server announces then is lost); 405 means the server has none; a dropped stream is reopened
@@ -61,6 +64,9 @@ RENEW_TIMEOUT = 30.0
 DELETE_TIMEOUT = 5.0
 #: seconds to read what follows an answer on its stream (so the connection can be reused)
 DRAIN_SECONDS = 0.25
+#: answered streams in a row whose end did not follow before the caller's thread stops
+#: waiting for ends (it waits again once an end is found already there)
+END_MISSES = 3
 MAX_RESUMES = 50
 _ACCEPT_BOTH = "application/json, text/event-stream"
 
@@ -90,6 +96,7 @@ class StreamableHttpTransport(Transport):
         self._message_headers: Callable[[dict], dict] | None = None  # set: stateless era
         self._answer_streams: dict[Any, requests.Response] = {}  # request id -> its stream
         self._get_stream: requests.Response | None = None
+        self._end_misses = 0  # answered streams in a row whose end did not come at once
         self._deliver: Deliver | None = None
         self._closing = False
         self._closed = False
@@ -144,6 +151,14 @@ class StreamableHttpTransport(Transport):
         """POST one message (blocks until the server answered its headers, and for a JSON
         answer until it is delivered; never past ``deadline``, a time.monotonic() value).
         Raises ConnectionClosed once closed, TransportError when the server refuses it."""
+        self._send(message, deadline, here=False)
+
+    def send_awaited(self, message: dict, *, deadline: float | None = None) -> None:
+        """:meth:`send`, and an event-stream answer is read on this thread too: blocks until
+        the answer is delivered, the stream fails (the request is failed) or ``deadline``."""
+        self._send(message, deadline, here=True)
+
+    def _send(self, message: dict, deadline: float | None, here: bool) -> None:
         if self._closing:
             raise ConnectionClosed(f"the connection to MCP server {self.name!r} is closed")
         body = encode_message(message)
@@ -157,7 +172,7 @@ class StreamableHttpTransport(Transport):
             return
         try:
             self._post(body, request_id, deadline,
-                       headers(message) if headers is not None else None)
+                       headers(message) if headers is not None else None, here)
         except DeadlinePassed:
             if request_id is None:
                 raise
@@ -174,7 +189,7 @@ class StreamableHttpTransport(Transport):
     # -- POST ----------------------------------------------------------------------------
 
     def _post(self, body: bytes, request_id: Any, deadline: float | None,
-              message_headers: dict | None = None) -> None:
+              message_headers: dict | None = None, here: bool = False) -> None:
         renewed = False
         while True:
             self._await_renewal(deadline)
@@ -204,6 +219,9 @@ class StreamableHttpTransport(Transport):
             raise self.channel.failure(response, f"MCP server {self.name!r} (POST{again})")
         kind = media_type(response)
         if kind == SSE_TYPE:
+            if here and request_id is not None:
+                self._read_answer(response, request_id, deadline, here=True)
+                return
             try:
                 self._readers.submit(self._read_answer, response, request_id, deadline)
             except RuntimeError:  # shut down: we are closing
@@ -305,14 +323,15 @@ class StreamableHttpTransport(Transport):
     # -- reading event streams ----------------------------------------------------------
 
     def _read_answer(self, response: requests.Response, request_id: Any,
-                     deadline: float | None) -> None:
+                     deadline: float | None, here: bool = False) -> None:
         """Deliver the messages of a POST's event stream until its answer; resume a stream
-        that ends early. Runs on a ``raider-<name>-stream`` worker."""
+        that ends early. Runs on a ``raider-<name>-stream`` worker, or (``here``) on the
+        caller's thread."""
         parser = self.channel.parser()
         if request_id is not None:
             self._answer_streams[request_id] = response
         try:
-            answered = self._pump(response, parser, deadline, request_id)
+            answered = self._pump(response, parser, deadline, request_id, here=here)
             resumes = 0
             while not answered and request_id is not None and not self._closing:
                 if deadline is not None and time.monotonic() >= deadline:
@@ -331,7 +350,7 @@ class StreamableHttpTransport(Transport):
                     return
                 response = self._resume(parser.last_event_id, deadline)
                 parser.reconnected()
-                answered = self._pump(response, parser, deadline, request_id)
+                answered = self._pump(response, parser, deadline, request_id, here=here)
         except DeadlinePassed:
             return
         except TransportError as exc:
@@ -365,10 +384,14 @@ class StreamableHttpTransport(Transport):
         return response
 
     def _pump(self, response: requests.Response, parser: SseParser, deadline: float | None,
-              request_id: Any, idle_timeout: float | None = None) -> bool:
+              request_id: Any, idle_timeout: float | None = None, here: bool = False) -> bool:
         """Deliver the stream's messages; True once the answer to ``request_id`` came (the
-        rest of the stream is then drained briefly, or dropped)."""
+        rest of the stream is then drained briefly, or dropped). ``here`` (the caller's
+        thread) waits only for the stream's end, and not at all once the end failed to come
+        END_MISSES times in a row (a server that keeps answered streams open) until an end
+        is found already there: the rest is left to a worker."""
         events = self.channel.events(response, parser, deadline, idle_timeout=idle_timeout)
+        handed_off = False
         try:
             for event in events:
                 if event.event != "message":
@@ -376,11 +399,33 @@ class StreamableHttpTransport(Transport):
                 message = deliver_json(event.data, self._deliver,  # type: ignore[arg-type]
                                        log, self.name, "an event")
                 if request_id is not None and _answers(message, request_id):
-                    self.channel.drain(response, DRAIN_SECONDS)
+                    if not here:
+                        self.channel.drain(response, DRAIN_SECONDS)
+                    elif self.channel.finish(response, DRAIN_SECONDS
+                                             if self._end_misses < END_MISSES else 0):
+                        self._end_misses = 0
+                    else:
+                        self._end_misses += 1
+                        handed_off = self._hand_off(response, events)
                     return True
             return False
         finally:
-            events.close()
+            if not handed_off:
+                events.close()
+
+    def _hand_off(self, response: requests.Response, events) -> bool:
+        """Have a worker drain the rest of an answered stream, then close it (``events``,
+        the suspended reader of it). False when closing: the caller closes it."""
+        def drain() -> None:
+            try:
+                self.channel.drain(response, DRAIN_SECONDS)
+            finally:
+                events.close()
+        try:
+            self._readers.submit(drain)
+        except RuntimeError:  # shut down: we are closing
+            return False
+        return True
 
     def _fail(self, request_id: Any, error: TransportError) -> None:
         """Fail one request with ``error`` (see the module doc)."""

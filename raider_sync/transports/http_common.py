@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -26,8 +27,10 @@ from typing import Iterator, Mapping
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+from requests.utils import check_header_validity
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.util.wait import wait_for_read
 
 from ..errors import TransportError
 from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message, too_large
@@ -44,7 +47,11 @@ HELPER_TIMEOUT = 10.0
 #: characters of a body kept in an error
 EXCERPT_CHARS = 300
 _READ_SIZE = 65536
-_POOL_SIZE = 32
+_TEMPLATES = 16  # prepared requests kept per server, by method and URL
+_LAST_CHUNK = b"0\r\n\r\n"  # the last chunk of a chunked body, without trailers
+#: kept-alive connections per server: one per concurrent caller up to this many (a caller
+#: beyond it opens a connection that is closed after its exchange)
+_POOL_SIZE = 128
 
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
@@ -130,6 +137,9 @@ class HttpChannel:
         adapter.poolmanager.pool_classes_by_scheme = _tracking_pools(self)
         self.http.mount("http://", adapter)
         self.http.mount("https://", adapter)
+        self._settings = {"proxies": self.http.proxies, "verify": self.http.verify,
+                          "cert": self.http.cert}
+        self._templates: dict[tuple[str, str], requests.PreparedRequest] = {}
 
     # -- headers ---------------------------------------------------------------------------
 
@@ -248,8 +258,13 @@ class HttpChannel:
             timeout = (min(read, CONNECT_TIMEOUT), read)
         for attempt in (1, 2):
             try:
-                return self.http.request(method, url, data=data, headers=headers,
-                                         timeout=timeout, stream=True, allow_redirects=False)
+                prepared = self._prepare(method, url, headers, data)
+                if prepared is None:
+                    return self.http.request(method, url, data=data, headers=headers,
+                                             timeout=timeout, stream=True,
+                                             allow_redirects=False)
+                return self.http.send(prepared, timeout=timeout, stream=True,
+                                      allow_redirects=False, **self._settings)
             except requests.exceptions.RequestException as exc:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise DeadlinePassed(f"{url}: no answer before the deadline") from exc
@@ -257,6 +272,35 @@ class HttpChannel:
                     continue  # a kept-alive connection the server had closed (it restarted)
                 raise unreachable(exc, url) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _prepare(self, method: str, url: str, headers: Mapping[str, str],
+                 data: bytes | None) -> requests.PreparedRequest | None:
+        """The request, prepared from the one prepared once for ``method`` and ``url`` (its
+        URL and the session's headers): requests' full preparation costs as much as the
+        exchange. None while the server keeps cookies, which that preparation sends.
+        Raises requests' InvalidHeader for a header value that cannot be sent."""
+        if self.http.cookies:
+            return None
+        template = self._templates.get((method, url))
+        if template is None:
+            template = self.http.prepare_request(requests.Request(method, url))
+            if len(self._templates) >= _TEMPLATES:  # URLs that change (legacy SSE sessions)
+                self._templates.clear()
+            self._templates[method, url] = template
+        prepared = requests.PreparedRequest()
+        prepared.method, prepared.url, prepared.hooks = template.method, template.url, \
+            template.hooks
+        prepared._cookies = template._cookies
+        merged = template.headers.copy()
+        for item in headers.items():
+            check_header_validity(item)
+            merged[item[0]] = item[1]
+        if data is not None:
+            merged["Content-Length"] = str(len(data))
+        elif method not in ("GET", "HEAD"):
+            merged["Content-Length"] = "0"
+        prepared.headers, prepared.body = merged, data
+        return prepared
 
     def failure(self, response: requests.Response, what: str) -> TransportError:
         """An HTTP error status as a TransportError, with a short excerpt of the body (a
@@ -374,6 +418,35 @@ class HttpChannel:
         for _ in self.chunks(response, time.monotonic() + seconds):
             pass
 
+    def finish(self, response: requests.Response, wait: float) -> bool:
+        """Read a body to its end when nothing but its end is left to come and the end
+        comes within ``wait`` s (0: only when it is already here), so that the connection
+        goes back to the pool: True then. False, with the response left as it was, when
+        other bytes come first, when the end does not come in time, or when that cannot be
+        told (the caller drains it elsewhere)."""
+        raw = response.raw
+        sock = _socket_of(raw)
+        deadline = time.monotonic() + wait
+        seen = -1
+        try:
+            while True:
+                ahead = _ahead(raw)
+                if ahead is True:
+                    while raw.read1(_READ_SIZE):
+                        pass
+                    return True
+                left = deadline - time.monotonic()
+                if ahead is None or len(ahead) == seen or sock is None or left <= 0:
+                    return False  # other bytes, or nothing new although readable (closed)
+                seen = len(ahead)
+                if not wait_for_read(sock, left):
+                    return False
+        except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError,
+                AttributeError) as exc:
+            log.debug("%s: stream ended: %s", self.name, exc)
+            response.close()
+        return True
+
     # -- stopping --------------------------------------------------------------------------
 
     def abort(self) -> None:
@@ -432,6 +505,50 @@ def _shut(connection: HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _ahead(raw) -> bool | bytes | None:
+    """What is left of ``raw`` (a urllib3 response), looked at without blocking: True when
+    the rest up to the body's end is here (a body read to its length, or a chunked body's
+    last chunk, ``0`` and the empty line, buffered or in the socket); the bytes here when
+    they are the start of that end (none, or part of it); None when other bytes are there
+    or when that cannot be told."""
+    fp = getattr(raw, "_fp", None)  # http.client's response
+    buffered = getattr(fp, "fp", None)
+    if buffered is None:
+        return True  # read to its end and closed
+    if getattr(raw, "_decoded_buffer", None) or not getattr(fp, "chunked", False):
+        return True if getattr(fp, "length", None) == 0 else None
+    sock = _socket_of(raw)
+    if fp.chunk_left or sock is None:  # the chunk under way has bytes left
+        return None
+    timeout = sock.gettimeout()
+    sock.settimeout(0.0)  # peek gives what is buffered, else what one read finds, else b""
+    try:
+        ahead = _peek(buffered)
+        if fp.chunk_left == 0:  # the CRLF closing the chunk read last comes first
+            if ahead[:2] != b"\r\n":
+                return ahead if b"\r\n".startswith(ahead) else None
+            # consumed as http.client would before the next chunk's size, so that what
+            # follows it can be looked at too
+            buffered.read(2)
+            fp.chunk_left = None
+            ahead = ahead[2:] or _peek(buffered)
+    except (OSError, ValueError):  # a socket shut meanwhile
+        return None
+    finally:
+        sock.settimeout(timeout)
+    if ahead.startswith(_LAST_CHUNK):
+        return True
+    return ahead if _LAST_CHUNK.startswith(ahead) else None
+
+
+def _peek(buffered) -> bytes:
+    """The bytes buffered, else those one non-blocking read finds (none when it would wait)."""
+    try:
+        return buffered.peek(len(_LAST_CHUNK))
+    except ssl.SSLWantReadError:  # a TLS record not whole yet
+        return b""
 
 
 def _socket_of(raw) -> socket.socket | None:

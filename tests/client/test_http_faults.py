@@ -364,3 +364,62 @@ def test_a_connection_dropped_twice_fails_the_call_clearly(fake, connect):
         client.call_tool("echo", {"n": 2}, timeout=10)
     assert len(_calls_seen(server)) == 2  # one retry, no more
     assert text(client.call_tool("echo", {"n": 3}, timeout=10)) == "echo: {'n': 3}"
+
+
+def _stream_workers(name: str = "fault") -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(f"raider-{name}-stream")]
+
+
+def _in_function(thread: threading.Thread, function: str) -> bool:
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_a_blocking_call_reads_its_answer_stream_on_its_own_thread(fake, connect):
+    client = connect(fake())
+    for _ in range(3):
+        assert text(client.call_tool("echo", {"n": 1})) == "echo: {'n': 1}"
+    assert _stream_workers() == []  # no hand-off: the caller read every answer itself
+
+
+def test_the_future_twin_still_returns_before_its_answer(fake, connect):
+    server = fake()
+    client = connect(server)
+    future = client.call_tool_f("endless", {}, timeout=30)
+    poll(lambda: "tools/call" in server.methods(), what="the call to reach the server")
+    assert not future.done()
+    poll(lambda: any(_busy(t) for t in _stream_workers()), what="a worker reading the answer")
+    future.cancel()
+    poll(lambda: server.cancelled, what="notifications/cancelled")
+
+
+def test_a_stream_held_open_after_its_answer_does_not_hold_the_caller(fake, connect):
+    server = fake()
+    client = connect(server)
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+    opened = server.connections
+    # the answer comes, the stream stays open until linger_done: the call returns anyway,
+    # and a worker reads the rest so that the connection can be used again
+    assert text(client.call_tool("linger", {})) == "linger: {}"
+    assert server.lingering.is_set() and not server.linger_done.is_set()
+    server.linger_done.set()
+    poll(lambda: not any(_in_function(t, "drain") for t in _stream_workers()),
+         what="the rest of the stream drained")
+    assert text(client.call_tool("echo", {})) == "echo: {}"
+    assert server.connections == opened, "the drained connection was used again"
+
+
+def test_a_blocking_call_on_an_endless_stream_ends_at_its_timeout_and_is_cancelled(fake, connect):
+    server = fake()
+    client = connect(server)
+    started = time.monotonic()
+    with pytest.raises(ToolTimeout, match="timed out after 0.5 s"):
+        client.call_tool("endless", {}, timeout=0.5)  # read on this thread, bounded by 0.5 s
+    assert time.monotonic() - started < 2.5
+    poll(lambda: server.cancelled, what="notifications/cancelled")
+    assert _stream_workers() == []
+    assert text(client.call_tool("echo", {})) == "echo: {}"

@@ -128,13 +128,15 @@ def test_timeout_cancels_then_another_call_works(peer, client):
     srv = client()
     sent = []
     transport = srv._transport
-    original = transport.send
 
-    def spy(message, **kw):
-        sent.append(message)
-        return original(message, **kw)
+    def spy(original):
+        def send(message, **kw):
+            sent.append(message)
+            return original(message, **kw)
+        return send
 
-    transport.send = spy
+    # the blocking call reads its answer stream on its own thread (send_awaited)
+    transport.send, transport.send_awaited = spy(transport.send), spy(transport.send_awaited)
     name, args = _slow(peer.kind_name, 5)
     started = time.monotonic()
     with pytest.raises(ToolTimeout, match="timed out after 0.5 s"):
@@ -206,3 +208,18 @@ def test_session_expiry_after_a_restart_renews_and_relists(kind):
     finally:
         srv.stop()
         peer.close()
+
+
+@pytest.mark.parametrize("peer", ["sdk-sse"], indirect=True)
+def test_a_blocking_call_answers_server_requests_and_sees_progress_on_its_stream(peer, client):
+    asked = []
+    srv = client(on_elicitation=lambda params: asked.append(params) or {
+        "action": "accept", "content": {"answer": "Ada"}})
+    result = srv.call_tool("mcp__peer__ask", {"question": "Name?"})
+    assert result["content"][0]["text"].startswith("accept: Ada")
+    assert asked and asked[0]["message"] == "Name?"
+    steps = []
+    srv.call_tool("mcp__peer__slow", {"seconds": 0.2}, on_progress=lambda p, t, m: steps.append(p))
+    assert steps == [1, 2, 3, 4]
+    # both answers were read on the calling thread: no stream reader was ever started
+    assert not [t for t in threading.enumerate() if t.name.startswith("raider-peer-stream")]

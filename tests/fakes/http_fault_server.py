@@ -36,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 TOOLS = ["echo", "cut", "drop", "garbage", "endless", "fail500", "notjson", "wrongid",
-         "stalljson", "deep", "huge", "hugejson"]
+         "stalljson", "deep", "huge", "hugejson", "linger"]
 DEEP = "[" * 100000 + "]" * 100000
 
 
@@ -67,6 +67,10 @@ class FaultServer:
         self.cut_at: float | None = None
         self.sessions: set[str] = set()
         self.stopping = threading.Event()
+        #: set: the tool "linger" ends the stream it answered on (held open until then)
+        self.linger_done = threading.Event()
+        self.lingering = threading.Event()  # set once "linger" has answered
+        self.connections = 0  # TCP connections accepted
         self._lock = threading.Lock()
         self._count = 0
         self._conns: set[socket.socket] = set()
@@ -141,6 +145,7 @@ def _handler(fake: FaultServer):
             super().setup()
             with fake._lock:
                 fake._conns.add(self.connection)
+                fake.connections += 1
 
         def finish(self):
             with fake._lock:
@@ -381,6 +386,19 @@ def _handler(fake: FaultServer):
                 self._chunk(": a comment\r\n\r\n")
                 self._event(text, "g1")
                 self._end_stream()
+                return
+            if name == "linger":
+                self._start_stream()
+                self._prime("l0")
+                self._event(text, "l1")
+                fake.lingering.set()
+                while not (fake.linger_done.wait(0.05) or fake.stopping.is_set()):
+                    pass
+                try:
+                    self._chunk(": after the answer\n\n")
+                    self._end_stream()
+                except OSError:
+                    self.close_connection = True
                 return
             if name == "endless":
                 self._start_stream()
