@@ -115,6 +115,22 @@ def test_a_truncated_upstream_stream_breaks_the_clients_answer_too(make_gateway,
     assert event["ended"] == "upstream"
 
 
+def test_a_stream_short_of_its_content_length_breaks_the_clients_answer_too(make_gateway,
+                                                                            upstream):
+    gw = make_gateway([fake(upstream)])
+    conn = http.client.HTTPConnection(gw.host, gw.port, timeout=10)
+    try:
+        conn.request("GET", "/mcp/fake/sse-cut", headers={**AUTH, "Accept": "text/event-stream"})
+        answer = conn.getresponse()
+        assert answer.status == 200
+        with pytest.raises(http.client.IncompleteRead) as broke:
+            answer.read()
+        assert b"data: one" in broke.value.partial
+    finally:
+        conn.close()
+    assert gw.wait_events(1)[0]["ended"] == "upstream"
+
+
 # -- sessions bound to keys ----------------------------------------------------------------
 
 def test_a_session_id_is_bound_to_the_key_that_opened_it(make_gateway, upstream):
