@@ -6,8 +6,8 @@ The official SDK's server (Streamable HTTP, JSON answers) is called directly, th
 ``raider-sync gateway --workers 2`` (gunicorn, 2 workers of 16 threads), in rounds that rotate
 the order of the three (the best round of each kept). Per round and target: the p50 of a tool
 call from one plain ``requests.Session`` client, calls per second with 16 such clients (threads,
-one session and connection each) together with the CPU the relay process spent per call, and
-the p50 of a tool call from FastMCP's client (one session). Targets: the relay adds at most
+one session and connection each) with the CPU the relay and the server processes spent per call,
+and the p50 of a tool call from FastMCP's client (one session). Targets: the relay adds at most
 0.5 ms p50 on loopback and keeps at least 0.8x the direct throughput.
 
 Why CPU per call: on a loaded machine a call's latency is mostly waiting for the scheduler, and
@@ -117,9 +117,10 @@ def cpu_seconds(proc: Optional[psutil.Process]) -> float:
     return total
 
 
-def throughput(url: str, relay: Optional[psutil.Process] = None) -> tuple[float, float]:
+def throughput(url: str, relay: Optional[psutil.Process],
+               server: psutil.Process) -> tuple[float, float, float]:
     """Tool calls per second with CLIENTS threads, each its own session and connection, and
-    the CPU seconds ``relay`` spent per call meanwhile."""
+    the CPU seconds ``relay`` and ``server`` spent per call meanwhile."""
     clients = [Client(url) for _ in range(CLIENTS)]
     barrier = threading.Barrier(CLIENTS + 1)
     errors: list[BaseException] = []
@@ -139,17 +140,17 @@ def throughput(url: str, relay: Optional[psutil.Process] = None) -> tuple[float,
     for t in threads:
         t.start()
     barrier.wait(30)
-    started, cpu = time.perf_counter(), cpu_seconds(relay)
+    started, cpu, served = time.perf_counter(), cpu_seconds(relay), cpu_seconds(server)
     for t in threads:
         t.join(120)
     elapsed = time.perf_counter() - started
-    cpu = cpu_seconds(relay) - cpu
+    cpu, served = cpu_seconds(relay) - cpu, cpu_seconds(server) - served
     for client in clients:
         client.close()
     if errors:
         raise errors[0]
     calls = CLIENTS * CALLS_PER_CLIENT
-    return calls / elapsed, cpu / calls
+    return calls / elapsed, cpu / calls, served / calls
 
 
 def peer_latency(url: str) -> float:
@@ -215,11 +216,13 @@ def close_all(socks: list[socket.socket]) -> None:
         sock.close()
 
 
-def overhead(direct: str, relays: dict[str, tuple[str, psutil.Process]]) -> None:
+def overhead(direct: str, server: psutil.Process,
+             relays: dict[str, tuple[str, psutil.Process]]) -> None:
     targets = {"direct": (direct, None), **relays}
     lat: dict[str, list[float]] = {name: [] for name in targets}
     rps: dict[str, list[float]] = {name: [] for name in targets}
     cpu: dict[str, list[float]] = {name: [] for name in targets}
+    served: dict[str, list[float]] = {name: [] for name in targets}
     peer: dict[str, list[float]] = {name: [] for name in targets}
     try:
         import fastmcp  # noqa: F401
@@ -231,20 +234,22 @@ def overhead(direct: str, relays: dict[str, tuple[str, psutil.Process]]) -> None
         for name in names[round_ % len(names):] + names[:round_ % len(names)]:
             url, proc = targets[name]
             lat[name].append(latency(url))
-            rate, per_call = throughput(url, proc)
+            rate, per_call, server_per_call = throughput(url, proc, server)
             rps[name].append(rate)
             cpu[name].append(per_call)
+            served[name].append(server_per_call)
             if peer:
                 peer[name].append(peer_latency(url))
     took = time.monotonic() - started
     d_lat, d_rps = min(lat["direct"]), max(rps["direct"])
     rows = [("", "tool call p50, 1 client", "relay / direct", f"calls/s, {CLIENTS} clients",
-             "relay / direct", "relay CPU per call")]
+             "relay / direct", "CPU per call: relay", "server")]
     for name in targets:
         r_lat, r_rps = min(lat[name]), max(rps[name])
         relayed = name != "direct"
         rows.append((name, ms(r_lat), ratio(r_lat, d_lat) if relayed else "", f"{r_rps:8.0f}",
-                     ratio(r_rps, d_rps) if relayed else "", ms(min(cpu[name])) if relayed else ""))
+                     ratio(r_rps, d_rps) if relayed else "", ms(min(cpu[name])) if relayed else "",
+                     ms(min(served[name]))))
     table("gateway: the SDK server (JSON answers) called by requests, direct vs through relays",
           rows)
     for name in relays:
@@ -315,7 +320,7 @@ def main() -> None:
                     command + ["--listen", f"127.0.0.1:{port}", *extra[name]], port,
                     env={"RAIDER_BENCH_KEY": KEY})
             url = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
-            overhead(direct, {
+            overhead(direct, psutil.Process(server.pid), {
                 "waitress relay": (f"{url['waitress']}/mcp/sdk",
                                    psutil.Process(relays["waitress"].pid)),
                 "gunicorn relay, 2 workers": (f"{url['gunicorn']}/mcp/sdk",
