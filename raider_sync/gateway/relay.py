@@ -6,13 +6,13 @@
 A client presents its key as ``Authorization: Bearer KEY`` or ``X-Api-Key: KEY``; no key or an
 unknown key is 401, a server the key was not assigned looks exactly like an unknown one (404).
 The request goes upstream with the headers :func:`protocol.request_headers` lets through plus
-the operator's static headers and credential -- never the client's own credentials -- over one
-``requests.Session`` with pooled connections. Status, the allowed response headers and the body
-come back; an SSE answer streams through as it arrives (each read is written and flushed at
-once), and when the client goes away the upstream response is closed. An upstream that cannot
-be reached, or does not answer within the configured seconds, is a 502 with a short JSON error
-that names neither the upstream nor the cause. Every request yields one usage event (see
-:class:`Relay`).
+the operator's static headers and credential -- never the client's own credentials -- over
+pooled keep-alive connections (:mod:`raider_sync.gateway.upstream`). Status, the allowed
+response headers and the body come back; an SSE answer streams through as it arrives (each read
+is written and flushed at once), and when the client goes away the upstream response is closed.
+An upstream that cannot be reached, or does not answer within the configured seconds, is a 502
+with a short JSON error that names neither the upstream nor the cause. Every request yields one
+usage event (see :class:`Relay`).
 
 The order of the checks on a request: the framing (``Content-Length`` with
 ``Transfer-Encoding`` is 400 and closes the connection), the path, the ``Origin``, the key,
@@ -37,9 +37,10 @@ them); elsewhere the next write to the gone client ends the relay.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
-import http.cookiejar
+import http.client
 import json
 import logging
 import os
@@ -51,14 +52,12 @@ from datetime import datetime, timezone
 from http import HTTPStatus
 from typing import Any, Callable, Iterable, Optional
 
-import requests
-from requests.adapters import HTTPAdapter
-
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless
 from .config import GatewayConfig, GatewayServer
 from .limits import KeyLimits, default_limits
 from .sessions import SessionBinding
+from .upstream import Answer, Upstream
 
 log = logging.getLogger("raider_sync.gateway")
 usage_log = logging.getLogger("raider_sync.gateway.usage")
@@ -73,6 +72,8 @@ _ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)  # an encoded dot, slash or
 _FIXED_HEADERS = {"User-Agent": "raider-sync-gateway", "Accept-Encoding": "identity"}
 UsageCallback = Callable[[dict], None]
 _CLOSE = [("Connection", "close")]
+# the environ keys of the client headers protocol.request_headers may pass on (besides Mcp-*)
+_PASSED = frozenset({"HTTP_ACCEPT", "HTTP_LAST_EVENT_ID", "HTTP_CONTENT_TYPE"})
 
 
 class UpstreamBroken(Exception):
@@ -113,7 +114,7 @@ class Relay:
         self._servers = {s.name: s for s in config.servers}
         self._origins = None if config.allowed_origins is None else {
             o.rstrip("/").lower() for o in config.allowed_origins}
-        self._session = _upstream_session(max(pool_size, threads))  # a stream each
+        self._upstream = Upstream(max(pool_size, threads))  # a stream each
         requests_default, streams_default = default_limits(threads)
         self._limits = KeyLimits(config.limits.requests_per_key or requests_default,
                                  config.limits.streams_per_key or streams_default)
@@ -143,7 +144,7 @@ class Relay:
             stream.abort()
         if watcher is not None:
             watcher.join(timeout=5 * WATCH_INTERVAL + 1)
-        self._session.close()
+        self._upstream.close()
         self.config.close()
         with self._usage_lock:  # a stream finishing now must not write to a reused fd
             if self._usage_fd is not None:
@@ -338,7 +339,7 @@ class Relay:
     def _relay(self, environ, start_response, event, started, server: GatewayServer, url, body,
                bind: SessionBinding):
         client = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items()
-                  if k.startswith("HTTP_")]
+                  if k in _PASSED or k.startswith("HTTP_MCP_")]
         if environ.get("CONTENT_TYPE"):
             client.append(("Content-Type", environ["CONTENT_TYPE"]))
         headers = bind.upstream(protocol.request_headers(client))
@@ -351,30 +352,26 @@ class Relay:
         headers.update(_FIXED_HEADERS)
         timeouts = self.config.timeouts_for(server)
         try:
-            # The Session's adapter sends the prepared request on a pooled connection; going
-            # past Session.send skips what a relay must not do anyway (cookies, redirects,
-            # proxies and .netrc from the environment) and a tenth of a millisecond per call.
-            prepared = requests.PreparedRequest()
-            prepared.prepare(method=event["method"], url=url, headers=headers, data=body or None)
-            response = self._session.get_adapter(url).send(
-                prepared, stream=True, timeout=(timeouts.connect, timeouts.read))
-        except requests.exceptions.Timeout:
+            response = self._upstream.send(event["method"], url, headers, body or None,
+                                           connect=timeouts.connect, read=timeouts.read)
+        except TimeoutError:
             return self._answer(start_response, event, started, 502, "upstream_timeout",
                                 "the MCP server did not answer in time")
-        except requests.exceptions.RequestException:
+        except (OSError, http.client.HTTPException, ValueError):
+            # refused, reset, a TLS failure, a malformed answer, a header http.client refuses
             return self._answer(start_response, event, started, 502, "upstream_unreachable",
                                 "the MCP server could not be reached")
-        relayed = bind.client([(k, v) for k, v in response.raw.headers.items()
+        relayed = bind.client([(k, v) for k, v in response.headers
                                if protocol.response_header_allowed(k)])
-        status = _status_line(response.status_code)
-        event["status"] = response.status_code
-        event_stream = protocol.is_event_stream(response.headers.get("Content-Type"))
-        length = _content_length(response)
+        status = _status_line(response.status)
+        event["status"] = response.status
+        event_stream = protocol.is_event_stream(response.content_type)
+        length = response.length
         if not event_stream and length is not None and length <= BUFFER_LIMIT:
             try:
                 # never decoded: a compressed body goes on as it came, with its
                 # Content-Encoding, so the relay holds no more than it received
-                data = response.raw.read(decode_content=False)
+                data = response.read()
             except Exception:  # the upstream broke off mid-answer: nothing was sent yet
                 response.close()
                 return self._answer(start_response, event, started, 502, "upstream_broken",
@@ -478,7 +475,7 @@ class _Stream:
     WSGI server writes and flushes it); ``close()`` releases or closes the upstream response and
     emits the usage event exactly once."""
 
-    def __init__(self, relay: Relay, response: requests.Response, event: dict, started: float):
+    def __init__(self, relay: Relay, response: Answer, event: dict, started: float):
         self.relay, self.response, self.event, self.started = relay, response, event, started
         self.disconnected: Callable[[], bool] = lambda: False
         self.lock = threading.Lock()
@@ -487,14 +484,9 @@ class _Stream:
         self.lease = None  # the per-key limit it holds, given back at close
 
     def __iter__(self):
-        raw = self.response.raw
         # not decoded, as the buffered answer is not: Content-Encoding is relayed with it
-        if hasattr(raw, "read1"):  # urllib3 2: whatever has arrived, up to CHUNK
-            chunks = iter(lambda: raw.read1(CHUNK, decode_content=False), b"")
-        else:  # urllib3 1.26: one transfer chunk at a time
-            chunks = raw.stream(CHUNK, decode_content=False)
         try:
-            for chunk in chunks:
+            for chunk in self.response.chunks(CHUNK):  # whatever has arrived, up to CHUNK
                 self.event["response_bytes"] += len(chunk)
                 yield chunk
             self.complete = "ended" not in self.event  # not cut short by abort()
@@ -510,12 +502,7 @@ class _Stream:
             if self.closed:
                 return
             self.event["ended"] = "client"
-            shutdown = getattr(self.response.raw, "shutdown", None)
-            try:
-                if shutdown is not None:
-                    shutdown()
-            except Exception:
-                pass
+            self.response.shutdown()
 
     def close(self) -> None:
         with self.lock:
@@ -531,34 +518,12 @@ class _Stream:
         self.relay._emit(self.event, self.started)
 
 
-def _upstream_session(pool_size: int) -> requests.Session:
-    """One Session whose adapter pools keep-alive connections to every upstream. The relay sends
-    through the adapter (see ``_relay``), so no cookie jar, proxy or .netrc from the environment
-    is ever consulted; they are switched off here too, for anyone who sends through it."""
-    session = requests.Session()
-    session.trust_env = False
-    session.headers.clear()
-    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-    adapter = HTTPAdapter(pool_connections=16, pool_maxsize=pool_size, max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
-
-
+@functools.cache  # the codes are three digits
 def _status_line(code: int) -> str:
     try:
         return f"{code} {HTTPStatus(code).phrase}"
     except ValueError:
         return f"{code} Unknown"
-
-
-def _content_length(response: requests.Response) -> Optional[int]:
-    if "chunked" in response.headers.get("Transfer-Encoding", "").lower():
-        return None
-    try:
-        return int(response.headers["Content-Length"])
-    except (KeyError, ValueError):
-        return None
 
 
 def _request_base(environ: dict) -> str:

@@ -14,7 +14,7 @@ Plain functions that never block and never raise for bad input (``None`` or a re
 from __future__ import annotations
 
 import base64
-import hashlib
+import functools
 import hmac
 import re
 from typing import Any, Optional
@@ -26,10 +26,23 @@ _HEADER = "mcp-session-id"
 _VISIBLE = re.compile(r"[\x21-\x7e]+\Z")  # what MCP allows in a session id
 
 
+_CACHED_ID = 256  # longer upstream ids are tagged anew each time, not held in the cache
+
+
 def _tag(token: str, key_id: str, server: str, upstream_id: str) -> str:
+    if len(upstream_id) <= _CACHED_ID:
+        return _cached_tag(token, key_id, server, upstream_id)
+    return _compute_tag(token, key_id, server, upstream_id)
+
+
+def _compute_tag(token: str, key_id: str, server: str, upstream_id: str) -> str:
     message = "\0".join(("raider-sync-session", key_id, server, upstream_id)).encode("utf-8")
-    mac = hmac.new(token.encode("utf-8", "surrogatepass"), message, hashlib.sha256).digest()
+    mac = hmac.digest(token.encode("utf-8", "surrogatepass"), message, "sha256")
     return base64.urlsafe_b64encode(mac[:_TAG_BYTES]).rstrip(b"=").decode("ascii")
+
+
+# every request of a session checks its id and seals the upstream's (the same) one again
+_cached_tag = functools.lru_cache(maxsize=4096)(_compute_tag)
 
 
 def seal(token: Any, key_id: Any, server: Any, upstream_id: Any) -> Optional[str]:

@@ -191,6 +191,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._chunk(b"id: 1\ndata: one\n\n")
         self.close_connection = True
 
+    def _mode_sse_cut(self, seen):
+        # a stream with a Content-Length that ends before it: no chunking to tell it broke off
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        self.wfile.write(b"data: one\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
     def _mode_big(self, seen):
         body = bytes(range(256)) * (8 * 1024 + 1)  # over the relay's one-write limit
         self._send(200, body, content_type="application/octet-stream")

@@ -99,15 +99,16 @@ def test_a_compressed_streamed_answer_keeps_its_encoding(make_gateway, upstream)
 
 # -- a stream that breaks off --------------------------------------------------------------
 
-def test_a_truncated_upstream_stream_breaks_the_clients_answer_too(make_gateway, upstream):
+@pytest.mark.parametrize("mode", ["sse-truncated", "sse-cut"])  # no last chunk; short of its length
+def test_a_truncated_upstream_stream_breaks_the_clients_answer_too(make_gateway, upstream, mode):
     gw = make_gateway([fake(upstream)])
     conn = http.client.HTTPConnection(gw.host, gw.port, timeout=10)
     try:
-        conn.request("GET", "/mcp/fake/sse-truncated", headers={**AUTH, "Accept": "text/event-stream"})
+        conn.request("GET", f"/mcp/fake/{mode}", headers={**AUTH, "Accept": "text/event-stream"})
         answer = conn.getresponse()
         assert answer.status == 200
         with pytest.raises(http.client.IncompleteRead) as broke:
-            answer.read()  # no last chunk: the client can tell the stream did not end
+            answer.read()  # the client can tell the stream did not end
         assert b"data: one" in broke.value.partial
     finally:
         conn.close()

@@ -1,0 +1,186 @@
+"""The relay's HTTP client for the upstream MCP servers: the standard library's ``http.client``
+connections, kept alive and pooled per origin.
+
+    upstream = Upstream(pool_size=16)
+    answer = upstream.send("POST", url, headers, body, connect=10, read=300)
+    answer.status, answer.headers, answer.length
+    data = answer.read()                     # the whole body (its length is known)
+    for chunk in answer.chunks(65536): ...   # or as it arrives
+    answer.close()                           # back to the pool when read to its end
+
+A relay needs little of an HTTP client -- no cookies, redirects, proxies, retries, ``.netrc`` or
+content decoding -- and every request it makes pays for what the client does besides sending
+and reading; ``http.client`` alone does the HTTP/1.1 and costs about half of what a request
+through ``requests`` costs. What is here is the pool: an idle connection is reused only after
+its previous answer was read to its end, and only when the upstream has not closed it meanwhile
+(checked without blocking before each use); at most ``pool_size`` idle connections are kept per
+origin, the others are closed when their answer is. Bodies are never decoded: a compressed
+answer is read as it came. HTTPS verifies the upstream's certificate and host name against the
+same CA bundle ``requests`` uses.
+
+``send`` blocks for at most ``connect`` seconds to connect and ``read`` seconds for the answer's
+headers; each read of the body waits at most ``read`` seconds. Errors: ``OSError`` (refused,
+reset, timed out: ``TimeoutError``), :class:`http.client.HTTPException` for a malformed answer,
+:class:`http.client.IncompleteRead` when a body ends before its length or its last chunk.
+Thread-safe.
+"""
+from __future__ import annotations
+
+import functools
+import http.client
+import select
+import socket
+import ssl
+import threading
+from typing import Iterator, Optional
+from urllib.parse import urlsplit
+
+Origin = tuple[str, str, int]
+
+
+@functools.lru_cache(maxsize=1024)
+def _target(url: str) -> tuple[Origin, str]:
+    """((scheme, host, port), request target) of an absolute http(s) URL."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    path = parts.path or "/"
+    return (scheme, parts.hostname or "", port), f"{path}?{parts.query}" if parts.query else path
+
+
+def _dropped(sock: Optional[socket.socket]) -> bool:
+    """Whether an idle connection can no longer be used: closed by us, or readable, which for
+    an idle HTTP/1.1 connection means the upstream closed it (or sent what nobody asked for)."""
+    if sock is None:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
+class Answer:
+    """An upstream's answer: ``status``, ``headers`` (``(name, value)`` pairs as sent),
+    ``content_type`` and ``length`` (the Content-Length, ``None`` when chunked or unknown)."""
+
+    def __init__(self, upstream: "Upstream", origin: Origin, conn: http.client.HTTPConnection,
+                 sock: socket.socket, response: http.client.HTTPResponse):
+        self._upstream, self._origin, self._conn, self._sock = upstream, origin, conn, sock
+        self._response = response
+        self._complete = False
+        self.status = response.status
+        self.headers = response.getheaders()
+        self.content_type = response.getheader("Content-Type")
+        self.length = None if response.chunked else response.length
+
+    def read(self) -> bytes:
+        """The whole body; raises IncompleteRead (or OSError) when it ends early."""
+        data = self._response.read()
+        self._complete = True
+        return data
+
+    def chunks(self, size: int) -> Iterator[bytes]:
+        """The body as it arrives, each piece at most ``size`` bytes and one read of the
+        socket; raises IncompleteRead (or OSError) when it ends early."""
+        response = self._response
+        read1 = response.read1
+        while True:
+            chunk = read1(size)  # raises IncompleteRead for a chunked body cut short
+            if not chunk:
+                break
+            yield chunk
+        if not response.chunked and response.length:  # what remains of its Content-Length
+            raise http.client.IncompleteRead(b"", response.length)
+        self._complete = True
+
+    def shutdown(self) -> None:
+        """Shut the connection's socket from another thread, so a blocked read returns."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Give the connection back to the pool when the answer was read to its end and the
+        upstream keeps it open, else close it. May be called twice."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        reusable = self._complete and not self._response.will_close
+        self._response.close()
+        self._upstream._release(self._origin, conn, reusable)
+
+
+class Upstream:
+    """Pooled keep-alive connections to the upstream servers (see the module's docstring)."""
+
+    def __init__(self, pool_size: int = 16):
+        self.pool_size = max(1, pool_size)
+        self._idle: dict[Origin, list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+        self._tls: Optional[ssl.SSLContext] = None
+        self._closed = False
+
+    def send(self, method: str, url: str, headers: dict[str, str], body: Optional[bytes], *,
+             connect: float, read: float) -> Answer:
+        """Send one request on an idle pooled connection or a new one and read the answer's
+        headers; the caller reads the body and closes the :class:`Answer`."""
+        origin, target = _target(url)
+        conn = self._take(origin)
+        try:
+            if conn is None:
+                conn = self._connection(origin, connect)
+                conn.connect()
+            conn.sock.settimeout(read)
+            sock = conn.sock
+            conn.request(method, target, body, headers)
+            response = conn.getresponse()
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        return Answer(self, origin, conn, sock, response)
+
+    def _connection(self, origin: Origin, timeout: float) -> http.client.HTTPConnection:
+        scheme, host, port = origin
+        if scheme == "https":
+            return http.client.HTTPSConnection(host, port, timeout=timeout, context=self._context())
+        return http.client.HTTPConnection(host, port, timeout=timeout)
+
+    def _context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            from requests.utils import DEFAULT_CA_BUNDLE_PATH  # the bundle requests verifies with
+
+            self._tls = ssl.create_default_context(cafile=DEFAULT_CA_BUNDLE_PATH)
+        return self._tls
+
+    def _take(self, origin: Origin) -> Optional[http.client.HTTPConnection]:
+        while True:
+            with self._lock:
+                idle = self._idle.get(origin)
+                if not idle:
+                    return None
+                conn = idle.pop()  # the most recently used: the likeliest to be open
+            if not _dropped(conn.sock):
+                return conn
+            conn.close()
+
+    def _release(self, origin: Origin, conn: http.client.HTTPConnection, reusable: bool) -> None:
+        if reusable and conn.sock is not None:
+            with self._lock:
+                idle = self._idle.setdefault(origin, [])
+                if not self._closed and len(idle) < self.pool_size:
+                    idle.append(conn)
+                    return
+        conn.close()
+
+    def close(self) -> None:
+        """Close the idle connections; those in use are closed when their answer is."""
+        with self._lock:
+            self._closed = True
+            idle = [conn for conns in self._idle.values() for conn in conns]
+            self._idle.clear()
+        for conn in idle:
+            conn.close()
