@@ -21,10 +21,11 @@ from typing import Any, Callable, Mapping
 from ..errors import RaiderError
 
 ANNOTATION = "x-mcp-header"
-#: RFC 9110 token characters
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_PRINTABLE = re.compile(r"^[\x20-\x7e]*$")
-_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.IGNORECASE | re.DOTALL)
+#: RFC 9110 token characters (all patterns are used with fullmatch: ``$`` would let a
+#: trailing newline through)
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_PRINTABLE = re.compile(r"[\x20-\x7e]*")
+_SENTINEL = re.compile(r"=\?base64\?.*\?=", re.IGNORECASE | re.DOTALL)
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 _HEADER_TYPES = ("string", "integer", "boolean")
 #: methods whose Mcp-Name is params.name, and the one whose Mcp-Name is params.uri
@@ -39,8 +40,8 @@ def encode_value(value: str) -> str:
     """A header value for ``value``: as is when it is printable ASCII without leading or
     trailing whitespace (and does not look like an encoded value), else base64-encoded UTF-8
     between ``=?base64?`` and ``?=``."""
-    if (_PRINTABLE.match(value) and value == value.strip(" ")
-            and not _SENTINEL.match(value)):
+    if (_PRINTABLE.fullmatch(value) and value == value.strip(" ")
+            and not _SENTINEL.fullmatch(value)):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8", "surrogatepass")).decode() + "?="
 
@@ -80,7 +81,7 @@ def header_params(schema: Any) -> dict[str, tuple[str, ...]]:
         if path and ANNOTATION in node:
             name = node[ANNOTATION]
             where = ".".join(path)
-            if not isinstance(name, str) or not _TOKEN.match(name):
+            if not isinstance(name, str) or not _TOKEN.fullmatch(name):
                 raise InvalidAnnotation(f"property {where!r}: {ANNOTATION} {name!r} is not a "
                                         f"header name (a non-empty token of ASCII letters, "
                                         f"digits and !#$%&'*+-.^_`|~)")

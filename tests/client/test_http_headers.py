@@ -4,7 +4,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from raider_sync.transports.http_headers import (InvalidAnnotation, argument_headers,
@@ -16,6 +16,8 @@ tokens = st.text(alphabet=TOKEN_CHARS, min_size=1, max_size=20)
 
 
 @given(st.text())
+@example("\n").via("a trailing newline once slipped past a $-anchored pattern")
+@example("abc\n").via("the same, after printable text")
 def test_every_value_round_trips_and_is_a_safe_header(value):
     encoded = encode_value(value)
     assert decode_value(encoded) == value
@@ -31,6 +33,7 @@ def test_plain_printable_ascii_travels_as_it_is(value):
 
 @given(st.text(min_size=1).filter(lambda v: any(not 0x20 <= ord(c) <= 0x7E for c in v)
                                   or v != v.strip(" ")))
+@example("\n").via("a trailing newline once slipped past a $-anchored pattern")
 def test_anything_else_is_base64(value):
     encoded = encode_value(value)
     assert encoded.startswith("=?base64?") and encoded.endswith("?=")
@@ -64,7 +67,7 @@ def test_valid_annotations_are_found_by_path(names):
 
 @pytest.mark.parametrize("annotation,kind", [
     ("", "string"), ("has space", "string"), ("co:lon", "string"), ("naïve", "string"),
-    ("tab\t", "string"), (None, "string"), (3, "string"), ({"a": 1}, "string"),
+    ("tab\t", "string"), ("newline\n", "string"), (None, "string"), (3, "string"), ({"a": 1}, "string"),
     (["x"], "string"), ("Ok", "number"), ("Ok", "object"), ("Ok", "array"),
     ("Ok", ["string", "null"])])
 def test_invalid_annotations_are_refused_with_the_property_named(annotation, kind):
