@@ -139,8 +139,13 @@ class Session:
         """What ended the session (the transport's error, or the one given to close)."""
         return self._closed_error
 
-    def close(self, error: BaseException | None = None, *, wait: bool = True) -> None:
+    def close(self, error: BaseException | None = None, *, wait: bool = True,
+              finish_received: bool = False) -> None:
         """Fail every pending request with ``error`` and join the session's threads.
+
+        With ``finish_received``, the peer's requests already received but not yet taken up
+        by a handler thread still run and are answered (a served session whose input ended
+        answers what it was sent); else they are dropped.
 
         The transport is not closed here: its owner closes it (it knows the grace periods).
         With ``wait=False`` the threads are told to end but not joined: an owner fails the
@@ -152,7 +157,8 @@ class Session:
         in_worker = getattr(self._local, "session", None) is self
         for pool in (self._notifier, self._progress_pool, self._workers, self._control,
                      self._senders):
-            pool.shutdown(wait=wait and not in_worker, cancel_futures=True)
+            drop = not (finish_received and pool in (self._workers, self._control))
+            pool.shutdown(wait=wait and not in_worker, cancel_futures=drop)
 
     # -- outgoing ------------------------------------------------------------------------
 

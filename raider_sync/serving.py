@@ -166,7 +166,8 @@ class ServedSession(ToolServerAnswers):
                 listens, self._listens = list(self._listens.values()), {}
             for ended, _ in listens:  # their handler threads answer and end
                 ended.set()
-            self.session.close()
+            # the requests read before the input ended are still answered
+            self.session.close(finish_received=True)
             self.transport.close()
 
     # -- requests ------------------------------------------------------------------------

@@ -103,3 +103,45 @@ def test_a_stateless_listen_over_stdio_carries_resource_updates():
                     "the update not asked for, sent first, was not sent"
         with McpServer.in_process(tools, protocol="legacy") as server:
             assert server.capabilities["resources"]["subscribe"] is False
+
+
+def test_requests_read_before_the_input_ends_are_all_answered(monkeypatch):
+    """A client that writes its requests and closes the server's stdin still gets an answer
+    to each: those queued behind busy handler threads when the session closes still run."""
+    import io
+    import json
+
+    from raider_sync import workers
+    from raider_sync.serving import serve_stdio
+    from raider_sync.toolserver import ToolServer
+
+    closing = threading.Event()  # the session's pools have been shut (their queues settled)
+    shutdown = workers.Workers.shutdown
+
+    def shutdown_noted(self, wait=True, *, cancel_futures=False):
+        shutdown(self, False, cancel_futures=cancel_futures)
+        closing.set()  # only now may the busy handlers end and look for queued work
+        shutdown(self, wait, cancel_futures=cancel_futures)
+
+    monkeypatch.setattr(workers.Workers, "shutdown", shutdown_noted)
+    calls = 40  # more than the handler threads (16), so that some wait in the queue
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+               "params": {"name": "until_close", "arguments": {}}} for n in range(calls)]
+    stdin = io.BytesIO("".join(json.dumps(line) + "\n" for line in lines).encode())
+    stdout = io.BytesIO()
+    stdout.close = lambda: None  # keep what was written readable
+    with ToolServer("t") as tools:
+        tools.add_tool("until_close", lambda: "ok" if closing.wait(WAIT) else "not closed")
+        thread = threading.Thread(target=serve_stdio, args=(tools,),
+                                  kwargs={"stdin": stdin, "stdout": stdout})
+        thread.start()
+        thread.join(WAIT)
+        assert not thread.is_alive()
+    answers = {m["id"]: m for m in map(json.loads, stdout.getvalue().decode().splitlines())
+               if "id" in m}
+    assert sorted(answers) == [1] + [10 + n for n in range(calls)]
+    assert all(answers[10 + n]["result"]["content"][0]["text"] == "ok" for n in range(calls))
