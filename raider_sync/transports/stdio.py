@@ -136,11 +136,21 @@ class StdioTransport(Transport):
             if self._closing:
                 raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
             self._write_all(proc, data, deadline)
+            return
         except (BrokenPipeError, ValueError, OSError) as exc:
-            raise ConnectionClosed(self._gone_message("its stdin is closed"),
-                                   self.stderr_tail) from exc
+            broken = exc
         finally:
             self._write_lock.release()
+        self._await_last_words()
+        raise ConnectionClosed(self._gone_message("its stdin is closed"),
+                               self.stderr_tail) from broken
+
+    def _await_last_words(self) -> None:
+        """Wait (a bounded moment) for the reader to finish a gone server's stderr, so that
+        an error found by a write names the same last line as one found by the reader."""
+        reader = self._reader
+        if reader is not None and reader is not threading.current_thread() and not self._closing:
+            reader.join(_STDERR_DRAIN_SECONDS + _EXIT_CODE_WAIT_SECONDS)
 
     def _write_all(self, proc: subprocess.Popen, data: bytes, deadline: float | None) -> None:
         """Write ``data`` to the non-blocking stdin, waiting for room until ``deadline``."""
