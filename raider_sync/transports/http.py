@@ -176,7 +176,7 @@ class StreamableHttpTransport(Transport):
         except DeadlinePassed:
             if request_id is None:
                 raise
-            # the session's watchdog fails the request at its deadline and cancels it
+            # the process timer fails the request at its deadline and the session cancels it
 
     def close(self) -> None:
         """DELETE the session (405 and errors ignored), close every stream, join the threads."""
@@ -335,7 +335,7 @@ class StreamableHttpTransport(Transport):
             resumes = 0
             while not answered and request_id is not None and not self._closing:
                 if deadline is not None and time.monotonic() >= deadline:
-                    return  # the watchdog has failed (and cancelled) the request
+                    return  # the deadline has passed: the session has failed (and cancelled) the request
                 if parser.last_event_id is None:
                     self._fail(request_id, TransportError(
                         f"MCP server {self.name!r} ended the answer's event stream before "

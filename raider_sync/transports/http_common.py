@@ -488,8 +488,9 @@ class HttpChannel:
 
 
 class DeadlinePassed(TransportError):
-    """The call's deadline passed during the exchange (the session's watchdog fails the call
-    and sends notifications/cancelled; the transport only stops)."""
+    """The call's deadline passed during the exchange (the session's deadline, on the
+    process timer, fails the call and sends notifications/cancelled; the transport only
+    stops)."""
 
 
 def _left(deadline: float | None, cap: float) -> float:

@@ -109,7 +109,7 @@ class LegacySseTransport(Transport):
                 "Content-Type": JSON_TYPE, "Accept": JSON_TYPE}, deadline=deadline, data=body)
         except DeadlinePassed:
             if "method" in message and "id" in message:
-                return  # the session's watchdog fails the request and cancels it
+                return  # the session's deadline (on the process timer) fails and cancels the request
             raise
         if response.status_code >= 400:
             raise self.channel.failure(response, f"MCP server {self.name!r} (POST)")
