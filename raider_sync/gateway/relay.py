@@ -112,6 +112,11 @@ class Relay:
         self.on_usage = on_usage
         self._digests = config.key_digests()
         self._servers = {s.name: s for s in config.servers}
+        # what goes upstream besides the client's headers, built once per server: its static
+        # headers and credential, then the relay's own; a server with an OAuth client asks
+        # the config per request (its token is fetched and renewed)
+        self._fixed = {s.name: {**config.upstream_headers(s), **_FIXED_HEADERS}
+                       for s in config.servers if s.relayed and s.oauth is None}
         self._origins = None if config.allowed_origins is None else {
             o.rstrip("/").lower() for o in config.allowed_origins}
         self._upstream = Upstream(max(pool_size, threads))  # a stream each
@@ -258,7 +263,8 @@ class Relay:
         if isinstance(body, tuple):
             return self._answer(start_response, event, started, *body)
         event["request_bytes"] = len(body)
-        event["rpc"], event["tool"] = protocol.rpc_call(body)
+        if self._observed():  # the body is parsed only for someone who reads the event
+            event["rpc"], event["tool"] = protocol.rpc_call(body)
         if method == "POST":  # stateless requests: Mcp-Method/Mcp-Name must say what the body says
             problem = stateless.problem(environ, body)
             if problem is not None:
@@ -343,13 +349,15 @@ class Relay:
         if environ.get("CONTENT_TYPE"):
             client.append(("Content-Type", environ["CONTENT_TYPE"]))
         headers = bind.upstream(protocol.request_headers(client))
-        try:
-            headers.update(self.config.upstream_headers(server))
-        except AuthError as exc:
-            log.warning("%s: no upstream token: %s", server.name, exc)
-            return self._answer(start_response, event, started, 502, "upstream_auth",
-                                "the gateway could not get a token for the MCP server")
-        headers.update(_FIXED_HEADERS)
+        fixed = self._fixed.get(server.name)
+        if fixed is None:
+            try:
+                fixed = {**self.config.upstream_headers(server), **_FIXED_HEADERS}
+            except AuthError as exc:
+                log.warning("%s: no upstream token: %s", server.name, exc)
+                return self._answer(start_response, event, started, 502, "upstream_auth",
+                                    "the gateway could not get a token for the MCP server")
+        headers.update(fixed)
         timeouts = self.config.timeouts_for(server)
         try:
             response = self._upstream.send(event["method"], url, headers, body or None,
@@ -411,7 +419,14 @@ class Relay:
         self._emit(event, started)
         return [body]
 
+    def _observed(self) -> bool:
+        """Whether anyone reads usage events: a callback, the usage file or the usage log."""
+        return self.on_usage is not None or self._usage_fd is not None \
+            or usage_log.isEnabledFor(logging.INFO)
+
     def _emit(self, event: dict, started: float) -> None:
+        if not self._observed():
+            return
         event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         event = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event}
         text = json.dumps(event) if self._usage_fd is not None \
