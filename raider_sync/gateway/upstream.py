@@ -72,7 +72,8 @@ class Answer:
         self._complete = False
         self.status = response.status
         self.headers = response.getheaders()
-        self.content_type = response.getheader("Content-Type")
+        types = [value for name, value in self.headers if name.lower() == "content-type"]
+        self.content_type = ", ".join(types) if types else None  # as getheader() joins them
         self.length = None if response.chunked else response.length
 
     def read(self) -> bytes:
@@ -133,8 +134,9 @@ class Upstream:
             if conn is None:
                 conn = self._connection(origin, connect)
                 conn.connect()
-            conn.sock.settimeout(read)
             sock = conn.sock
+            if sock.gettimeout() != read:  # a pooled connection mostly has it already
+                sock.settimeout(read)
             conn.request(method, target, body, headers)
             response = conn.getresponse()
         except BaseException:
