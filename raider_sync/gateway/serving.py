@@ -16,6 +16,9 @@ of threads:
 - a request with both ``Content-Length`` and ``Transfer-Encoding`` is refused with 400 and the
   connection closed (RFC 9112 section 6.3), before the relay is called: waitress alone would
   follow ``Transfer-Encoding`` and keep reading requests from the same connection.
+- a response's head and the first piece of its body (up to ``JOIN_LIMIT`` bytes: a whole
+  relayed JSON answer) leave in one ``send()``, where waitress alone sends them apart, one
+  system call and one TCP segment more that the client wakes up for on every answer.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from typing import Any, Optional
 HEADER_TIMEOUT = 10.0
 CHANNEL_TIMEOUT = 60
 MAX_CONNECTIONS = 10_000
+JOIN_LIMIT = 64 * 1024  # a larger first piece is sent after the head rather than copied to it
 
 
 def connection_limit(threads: int) -> int:
@@ -69,9 +73,11 @@ def reload_keys_on_sighup(relay) -> Any:
 
 
 def _strict(server, header_timeout: float) -> None:
-    """Give a waitress server the refusal of ambiguous framing and the header deadline."""
+    """Give a waitress server the refusal of ambiguous framing, the header deadline and the
+    head sent with the body."""
     from waitress.channel import HTTPChannel
     from waitress.parser import HTTPRequestParser, ParsingError
+    from waitress.task import WSGITask
 
     class Parser(HTTPRequestParser):
         def __init__(self, adj):
@@ -85,8 +91,32 @@ def _strict(server, header_timeout: float) -> None:
                 self.chunked = False  # nothing of the body is read as a next request
                 raise ParsingError("Content-Length and Transfer-Encoding together")
 
+    class Task(WSGITask):
+        def write(self, data):
+            if self.wrote_header or not data or len(data) > JOIN_LIMIT:
+                return super().write(data)  # an empty write sends the head alone, at once
+            channel = self.channel
+            channel.head = []  # the channel holds the head back for the body's write
+            try:
+                super().write(data)
+            finally:
+                head, channel.head = channel.head, None
+                if head:  # no body went out (HEAD, 204, 304): the head alone
+                    channel.write_soon(head[0])
+
     class Channel(HTTPChannel):
         parser_class = Parser
+        task_class = Task
+        head: Optional[list] = None  # set by the task thread around its first write
+
+        def write_soon(self, data):
+            head = self.head
+            if head is not None:
+                if not head:
+                    head.append(data)
+                    return len(data)
+                data = head.pop() + data
+            return super().write_soon(data)
 
     server.channel_class = Channel
     maintenance = server.maintenance

@@ -115,3 +115,34 @@ def test_many_open_streams_leave_room_for_legitimate_requests(make_gateway, upst
         upstream.gate.set()
         for sock in socks:
             sock.close()
+
+
+def test_a_small_answer_leaves_in_one_send_with_its_head():
+    from waitress.channel import HTTPChannel
+
+    def app(environ, start_response):  # waitress drops the body of a 204
+        status = "204 No Content" if environ["PATH_INFO"] == "/none" else "200 OK"
+        start_response(status, [("Content-Type", "application/json")])
+        return [b'{"ok": true}']
+
+    serving = Serving(app, threads=2).start()
+    sent: list[bytes] = []
+    original = HTTPChannel.write_soon
+
+    def counted(channel, data):
+        sent.append(bytes(data))
+        return original(channel, data)
+
+    HTTPChannel.write_soon = counted
+    try:
+        with requests.Session() as http:
+            got = http.get(serving.url, timeout=10)
+            none = http.get(f"{serving.url}/none", timeout=10)
+    finally:
+        HTTPChannel.write_soon = original
+        serving.stop()
+    assert got.status_code == 200 and got.content == b'{"ok": true}'
+    assert none.status_code == 204 and none.content == b""
+    assert len(sent) == 2  # one hand-over per answer: the head and the body together
+    assert sent[0].startswith(b"HTTP/1.1 200 OK") and sent[0].endswith(b'\r\n\r\n{"ok": true}')
+    assert sent[1].startswith(b"HTTP/1.1 204 No Content") and sent[1].endswith(b"\r\n\r\n")
