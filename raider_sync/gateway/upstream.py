@@ -15,8 +15,9 @@ through ``requests`` costs. What is here is the pool: an idle connection is reus
 its previous answer was read to its end, and only when the upstream has not closed it meanwhile
 (checked without blocking before each use); at most ``pool_size`` idle connections are kept per
 origin, the others are closed when their answer is. Bodies are never decoded: a compressed
-answer is read as it came. HTTPS verifies the upstream's certificate and host name against the
-same CA bundle ``requests`` uses.
+answer is read as it came. A request body of up to ``JOIN_LIMIT`` bytes goes out in one
+``send()`` with the head, where ``http.client`` alone sends them apart. HTTPS verifies the
+upstream's certificate and host name against the same CA bundle ``requests`` uses.
 
 ``send`` blocks for at most ``connect`` seconds to connect and ``read`` seconds for the answer's
 headers; each read of the body waits at most ``read`` seconds. Errors: ``OSError`` (refused,
@@ -36,6 +37,32 @@ from typing import Iterator, Optional
 from urllib.parse import urlsplit
 
 Origin = tuple[str, str, int]
+JOIN_LIMIT = 64 * 1024  # a larger body is sent after the head rather than copied to it
+
+
+class _Joined:
+    """``http.client`` sends a request's head and its body in two ``send()`` calls, two TCP
+    segments the upstream wakes up for; with ``join`` set, the head is held back and sent
+    together with the body (the next ``send``)."""
+
+    join = False
+    _head: Optional[bytes] = None
+
+    def send(self, data):
+        if self.join:
+            if self._head is None:
+                self._head = data
+                return
+            data, self._head, self.join = self._head + data, None, False
+        super().send(data)
+
+
+class _HTTP(_Joined, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPS(_Joined, http.client.HTTPSConnection):
+    pass
 
 
 @functools.lru_cache(maxsize=1024)
@@ -137,6 +164,7 @@ class Upstream:
             sock = conn.sock
             if sock.gettimeout() != read:  # a pooled connection mostly has it already
                 sock.settimeout(read)
+            conn.join = body is not None and 0 < len(body) <= JOIN_LIMIT
             conn.request(method, target, body, headers)
             response = conn.getresponse()
         except BaseException:
@@ -148,8 +176,8 @@ class Upstream:
     def _connection(self, origin: Origin, timeout: float) -> http.client.HTTPConnection:
         scheme, host, port = origin
         if scheme == "https":
-            return http.client.HTTPSConnection(host, port, timeout=timeout, context=self._context())
-        return http.client.HTTPConnection(host, port, timeout=timeout)
+            return _HTTPS(host, port, timeout=timeout, context=self._context())
+        return _HTTP(host, port, timeout=timeout)
 
     def _context(self) -> ssl.SSLContext:
         if self._tls is None:

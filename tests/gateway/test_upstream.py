@@ -81,3 +81,28 @@ def test_a_short_buffered_body_raises_incomplete_read(upstream):
         answer.close()
     finally:
         pool.close()
+
+
+def test_a_small_body_goes_out_with_the_head_in_one_send(upstream, monkeypatch):
+    sent: list[bytes] = []
+    original = http.client.HTTPConnection.send
+
+    def counted(conn, data):
+        sent.append(bytes(data))
+        return original(conn, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", counted)
+    pool = Upstream(pool_size=4)
+    try:
+        assert b'"method": "POST"' in call(pool, f"{upstream.url}/echo")
+        assert len(sent) == 1 and sent[0].startswith(b"POST /echo HTTP/1.1\r\n")
+        assert sent[0].endswith(b"\r\n\r\n{}") and upstream.requests[-1]["body"] == "{}"
+        sent.clear()
+        large = b"[" + b"0," * (40 * 1024) + b"0]"  # over JOIN_LIMIT: not copied to the head
+        answer = pool.send("POST", f"{upstream.url}/echo", dict(JSON), large, connect=5, read=10)
+        answer.read()
+        answer.close()
+        assert len(sent) == 2 and sent[0].endswith(b"\r\n\r\n") and sent[1] == large
+        assert upstream.requests[-1]["body"] == large.decode()
+    finally:
+        pool.close()
