@@ -193,24 +193,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _mode_sse_cut(self, seen):
         # a stream with a Content-Length that ends before it: no chunking to tell it broke off
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", "1000")
-        self.end_headers()
-        self.wfile.write(b"data: one\n\n")
-        self.wfile.flush()
-        self.close_connection = True
+        self._send_short("text/event-stream", 1000, b"data: one\n\n")
 
     def _mode_big(self, seen):
         body = bytes(range(256)) * (8 * 1024 + 1)  # over the relay's one-write limit
         self._send(200, body, content_type="application/octet-stream")
 
     def _mode_broken(self, seen):
+        self._send_short("application/json", 100, b'{"cut": ')
+
+    def _send_short(self, content_type, claimed, body):
+        """Claim a Content-Length of ``claimed`` bytes, send only ``body``, end the connection."""
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", "100")
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(claimed))
         self.end_headers()
-        self.wfile.write(b'{"cut": ')
+        self.wfile.write(body)
         self.wfile.flush()
         self.close_connection = True
 
