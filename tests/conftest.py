@@ -9,10 +9,13 @@ tests/client/test_threads.py checks that it does.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 
@@ -89,6 +92,35 @@ def answers_from_threads(count: int, calls: int, call, timeout: float = 60.0) ->
     if errors:
         raise errors[0]
     return answers
+
+
+def run_script(body: str, timeout: float = 90) -> dict:
+    """Run ``body`` in a fresh interpreter (a SIGINT there is the user's Ctrl-C); its last
+    stdout line, as JSON."""
+    script = textwrap.dedent(f"""
+        import json, os, signal, sys, threading, time
+        sys.path.insert(0, {HERE!r})
+        from conftest import config_of, fake_spec, poll
+        from raider_sync import McpHub, McpServer
+        SDK = {{"command": sys.executable, "args": [{SDK_SERVER!r}, "stdio"]}}
+        SILENT = {{"command": sys.executable, "args": [{FAKE_SERVER!r}, "silent"]}}
+        # Ctrl-C raises, even when this process was started with SIGINT ignored (as a shell
+        # without job control starts its background jobs)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        def interrupt_when(predicate):
+            # the user's Ctrl-C, once the main thread waits where the test wants it
+            def run():
+                poll(predicate, 30, "the moment to interrupt")
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            thread = threading.Thread(target=run)
+            thread.start()
+            return thread
+    """) + textwrap.dedent(body)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=timeout, cwd=HERE)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def everything_available() -> bool:

@@ -18,6 +18,7 @@ import threading
 import time
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout
+from ..interrupts import acquire_into, write_into
 from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, MessageTooLong,
                    Transport, deliver_json, encode_message, looks_like_jsonrpc, too_large)
 
@@ -125,22 +126,30 @@ class StdioTransport(Transport):
         ``deadline`` (time.monotonic()); then raises RequestTimeout when nothing of the message
         was written, or kills the server (a half-written line breaks the stream) and raises
         ConnectionClosed. Raises ConnectionClosed when the process is gone."""
+        self._write(message, deadline)
+
+    def _write(self, message: dict, deadline: float | None) -> None:
         data = encode_line(message)
         proc = self._proc
         if proc is None or self._closing:
             raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
         left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._write_lock.acquire(timeout=left):
-            raise RequestTimeout(f"{self.name} did not read its stdin in time")
+        held: list = []  # see raider_sync.interrupts: a Ctrl-C cannot leave the lock held
         try:
+            acquire_into(held, self._write_lock, left)
+            if not held:
+                raise RequestTimeout(f"{self.name} did not read its stdin in time")
             if self._closing:
                 raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
             self._write_all(proc, data, deadline)
             return
+        except RaiderError:  # a RequestTimeout is an OSError too: it is no broken pipe
+            raise
         except (BrokenPipeError, ValueError, OSError) as exc:
             broken = exc
         finally:
-            self._write_lock.release()
+            if held:
+                self._write_lock.release()
         self._await_last_words()
         raise ConnectionClosed(self._gone_message("its stdin is closed"),
                                self.stderr_tail) from broken
@@ -153,18 +162,38 @@ class StdioTransport(Transport):
             reader.join(_STDERR_DRAIN_SECONDS + _EXIT_CODE_WAIT_SECONDS)
 
     def _write_all(self, proc: subprocess.Popen, data: bytes, deadline: float | None) -> None:
-        """Write ``data`` to the non-blocking stdin, waiting for room until ``deadline``."""
+        """Write ``data`` to the non-blocking stdin, waiting for room until ``deadline``. An
+        interrupt that comes with part of the line written finishes the line first (within
+        the deadline), so that the next message starts a line of its own."""
         fd = proc.stdin.fileno()  # type: ignore[union-attr]
+        written: list[int] = []  # what each write took (raider_sync.interrupts)
+        try:
+            self._write_from(proc, fd, data, written, deadline)
+        except (KeyboardInterrupt, SystemExit):
+            while 0 < sum(written) < len(data):
+                try:
+                    self._write_from(proc, fd, data, written, deadline)
+                except (KeyboardInterrupt, SystemExit):
+                    continue
+                except Exception:  # noqa: BLE001 - the deadline (the server was killed), a gone pipe
+                    break
+            raise
+
+    def _write_from(self, proc: subprocess.Popen, fd: int, data: bytes, written: list[int],
+                    deadline: float | None) -> None:
         view = memoryview(data)
-        while view:
+        while True:
+            done = sum(written)
+            if done >= len(data):
+                return
             try:
-                view = view[os.write(fd, view):]
+                write_into(written, fd, view[done:])
                 continue
             except BlockingIOError:
                 pass
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                if len(view) == len(data):
+                if not done:
                     raise RequestTimeout(f"{self.name} did not read its stdin in time")
                 self.log.warning("%s: stopped reading its stdin in the middle of a message; "
                                  "killing it", self.name)

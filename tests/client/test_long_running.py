@@ -6,15 +6,13 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
-import textwrap
 import threading
 import time
 
 import psutil
 import pytest
-from conftest import FAKE_SERVER, HERE, SDK_SERVER, config_of, fake_spec
+from conftest import FAKE_SERVER, SDK_SERVER, config_of, fake_spec, run_script
 from fakes.http_peers import HttpPeer
 
 from raider_sync import (ConnectionClosed, InvalidArgument, McpHub, McpServer, NotConnected,
@@ -34,32 +32,6 @@ def sdk_server(**options) -> McpServer:
 def seen_methods(server: McpServer) -> list[dict]:
     result = server.call_tool("mcp__fake__seen", {}, timeout=WAIT)
     return json.loads(result["content"][0]["text"])
-
-
-def run_script(body: str, timeout: float = 90) -> dict:
-    """Run ``body`` in a fresh interpreter (a SIGINT there is the user's Ctrl-C); its last
-    stdout line, as JSON."""
-    script = textwrap.dedent(f"""
-        import json, os, signal, sys, threading, time
-        sys.path.insert(0, {HERE!r})
-        from conftest import config_of, fake_spec, poll
-        from raider_sync import McpHub, McpServer
-        SDK = {{"command": sys.executable, "args": [{SDK_SERVER!r}, "stdio"]}}
-        SILENT = {{"command": sys.executable, "args": [{FAKE_SERVER!r}, "silent"]}}
-
-        def interrupt_when(predicate):
-            # the user's Ctrl-C, once the main thread waits where the test wants it
-            def run():
-                poll(predicate, 30, "the moment to interrupt")
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-            thread = threading.Thread(target=run)
-            thread.start()
-            return thread
-    """) + textwrap.dedent(body)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=timeout, cwd=HERE)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # -- interrupts ------------------------------------------------------------------------
@@ -110,6 +82,67 @@ def test_ctrl_c_during_a_call_to_a_real_server_leaves_it_usable():
         server.stop()
     """)
     assert out == {"interrupted": True, "pending": 0, "echo": "after"}
+
+
+def test_a_storm_of_ctrl_c_loses_no_message():
+    """SIGINT at random moments while the main thread makes calls and a second thread makes
+    calls too: every call that was not interrupted gets its own answer, the other thread
+    loses none (no lock is left held, no line half-written), no line is garbled."""
+    out = run_script("""
+        import logging, random
+        warnings = []
+        class Count(logging.Handler):
+            def emit(self, record):
+                warnings.append(record.getMessage())
+        logging.getLogger("raider_sync").addHandler(Count(logging.WARNING))
+        server = McpServer(fake_spec("plain"), kill_grace=0.5, telemetry=False)
+        server.initialize()
+        stop = threading.Event()
+        other = {"ok": 0, "bad": []}
+        def second():
+            n = 0
+            while not stop.is_set():
+                n += 1
+                text = server.call_tool("mcp__fake__echo", {"message": f"o{n}"}, timeout=20).text
+                other["ok" if text == f"o{n}" else "bad"] += 1 if text == f"o{n}" else [text]
+        def storm():
+            rng = random.Random(7)
+            while not stop.is_set():
+                time.sleep(rng.random() * 0.004)
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        threads = [threading.Thread(target=second), threading.Thread(target=storm)]
+        for thread in threads:
+            thread.start()
+        done = interrupted = 0
+        wrong = []
+        ends = time.monotonic() + 3
+        while time.monotonic() < ends:
+            try:
+                text = server.call_tool("mcp__fake__echo", {"message": f"m{done}"},
+                                        timeout=20).text
+                if text != f"m{done}":
+                    wrong.append(text)
+                done += 1
+            except KeyboardInterrupt:
+                interrupted += 1
+        stop.set()
+        for thread in threads:
+            while thread.is_alive():
+                try:
+                    thread.join(30)
+                except KeyboardInterrupt:  # the storm's last one
+                    pass
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        final = server.call_tool("mcp__fake__echo", {"message": "final"}).text
+        print(json.dumps({"done": done, "interrupted": interrupted, "wrong": wrong,
+                          "other": other, "final": final, "status": server.status,
+                          "warnings": [w for w in warnings if "not JSON" in w]}))
+        server.stop()
+    """, timeout=90)
+    assert out["done"] > 0 and out["interrupted"] > 0
+    assert out["wrong"] == [] and out["other"]["bad"] == [] and out["other"]["ok"] > 0
+    assert out["warnings"] == []
+    assert out["final"] == "final" and out["status"] == "connected"
 
 
 def test_ctrl_c_during_hub_startup_stops_the_servers_that_had_connected():
