@@ -59,10 +59,11 @@ class MethodNotFound(RaiderError):
 
 class _Pending:
     __slots__ = ("future", "method", "timeout", "timeout_message", "timeout_error",
-                 "cancellable", "on_progress", "transform", "steps", "stepping", "timer")
+                 "cancellable", "on_progress", "transform", "steps", "stepping", "timer",
+                 "awaited")
 
     def __init__(self, future, method, timeout, timeout_message, timeout_error,
-                 cancellable, on_progress, transform):
+                 cancellable, on_progress, transform, awaited=False):
         self.future = future
         self.method = method
         self.timeout = timeout
@@ -74,6 +75,7 @@ class _Pending:
         self.steps: collections.deque = collections.deque()  # progress calls, then the answer
         self.stepping = False  # a progress worker is running the steps
         self.timer: timer.Handle | None = None  # the deadline, on the process's timer
+        self.awaited = awaited  # a caller blocks on the future next
 
 
 class Session:
@@ -194,7 +196,7 @@ class Session:
             future.add_done_callback(self.observe(method, params, request_id))
         deadline = time.monotonic() + timeout
         entry = _Pending(future, method, timeout, timeout_message, timeout_error,
-                         cancellable, on_progress, transform)
+                         cancellable, on_progress, transform, inline and wait)
         with self._lock:
             if self._closed_error is not None:
                 future.set_exception(self._closed_error)
@@ -218,12 +220,19 @@ class Session:
 
     def _send_request(self, request_id: int, entry: _Pending, message: dict,
                       deadline: float, wait: bool = False) -> None:
+        send_awaited = getattr(self.transport, "send_awaited", None) if wait else None
         with self._lock:
             if request_id not in self._pending:
                 return  # cancelled, timed out or failed before its turn to be sent
+            # alone: no other caller blocks for an answer, and this one is not settled
+            # behind progress steps (a request left open, such as a listen, does not count)
+            alone = send_awaited is not None and entry.on_progress is None and not any(
+                other.awaited for other in self._pending.values() if other is not entry)
         try:
-            send = getattr(self.transport, "send_awaited", None) if wait else None
-            (send or self.transport.send)(message, deadline=deadline)
+            if send_awaited is not None:
+                send_awaited(message, deadline=deadline, answer=entry.future, alone=alone)
+            else:
+                self.transport.send(message, deadline=deadline)
         except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
             self._settle(request_id, error=entry.timeout_error(self._timeout_message(entry)))
         except (TypeError, ValueError) as exc:  # params JSON cannot carry: the caller's error

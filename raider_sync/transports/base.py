@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import Future
 from typing import Any, Callable, NamedTuple, Optional
 
 Deliver = Callable[[Any], None]
@@ -107,6 +108,11 @@ class LineSplitter:
                     del self._held[:self.limit]
         return lines
 
+    @property
+    def holding(self) -> bool:
+        """Whether the start of a line is held, waiting for its end."""
+        return bool(self._held)
+
     def rest(self) -> list[str | bytes]:
         """What is held of a line that never ended (at EOF), as its last line, if anything."""
         return self._release() if self._held else []
@@ -195,10 +201,13 @@ class Transport:
         Raises ConnectionClosed when the connection is gone."""
         raise NotImplementedError
 
-    def send_awaited(self, message: dict, *, deadline: float | None = None) -> None:
+    def send_awaited(self, message: dict, *, deadline: float | None = None,
+                     answer: Optional[Future] = None, alone: bool = False) -> None:
         """Send a request whose caller waits for its answer right after: a transport may
         read the answer on this thread before returning (never past ``deadline``), sparing
-        a hand-off to a reader thread. By default, :meth:`send`."""
+        a hand-off to a reader thread. ``answer`` is the future the answer settles;
+        ``alone`` says no other request of the session awaits an answer (a transport whose
+        answers all come on one stream reads it only then). By default, :meth:`send`."""
         self.send(message, deadline=deadline)
 
     def close(self) -> None:

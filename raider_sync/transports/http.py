@@ -37,7 +37,7 @@ import logging
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 import requests
@@ -153,9 +153,11 @@ class StreamableHttpTransport(Transport):
         Raises ConnectionClosed once closed, TransportError when the server refuses it."""
         self._send(message, deadline, here=False)
 
-    def send_awaited(self, message: dict, *, deadline: float | None = None) -> None:
+    def send_awaited(self, message: dict, *, deadline: float | None = None,
+                     answer: Future | None = None, alone: bool = False) -> None:
         """:meth:`send`, and an event-stream answer is read on this thread too: blocks until
-        the answer is delivered, the stream fails (the request is failed) or ``deadline``."""
+        the answer is delivered, the stream fails (the request is failed) or ``deadline``.
+        Every request has a stream of its own, so ``answer`` and ``alone`` do not matter."""
         self._send(message, deadline, here=True)
 
     def _send(self, message: dict, deadline: float | None, here: bool) -> None:

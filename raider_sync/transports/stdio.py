@@ -2,9 +2,10 @@
 
 One thread per server, ``raider-<name>-reader``, waits on the server's stdout and stderr
 together (poll): it hands each stdout line to ``deliver`` and keeps a bounded tail of the
-stderr log. Writes happen on the caller's thread under a lock. The process runs in a session
-(process group) of its own, so stopping it reaches ``npx``/``uvx`` wrappers and whatever they
-started.
+stderr log. A caller that waits for the answer to the only request in flight reads stdout
+itself while it waits (:mod:`.stdout`), which spares the hand-off from the reader thread.
+Writes happen on the caller's thread under a lock. The process runs in a session (process
+group) of its own, so stopping it reaches ``npx``/``uvx`` wrappers and whatever they started.
 """
 from __future__ import annotations
 
@@ -16,15 +17,16 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import Future
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout
 from ..interrupts import acquire_into, write_into
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, MessageTooLong,
-                   Transport, deliver_json, encode_message, looks_like_jsonrpc, too_large)
+from .base import DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport, encode_message
+from .stdout import StdoutReader
 
 STDERR_TAIL_LINES = 50
 _STDERR_LINE_BYTES = 64 * 1024
-_CHUNK = 256 * 1024  # a pipe holds 64 KiB unless the server's side was made larger
+_CHUNK = 64 * 1024  # of stderr
 _STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
 _EXIT_CODE_WAIT_SECONDS = 0.2
 
@@ -75,10 +77,6 @@ class StdioTransport(Transport):
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.command = command
         self.max_message_size = max_message_size
-        #: lines on stdout that were not JSON-RPC, the first of them, and the messages that were
-        self.noise_lines = 0
-        self.first_noise: str | None = None
-        self.messages_seen = 0
         self.args = list(args)
         self.env = env
         self.cwd = cwd
@@ -91,6 +89,7 @@ class StdioTransport(Transport):
         self._closing = False
         self._tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._reader: threading.Thread | None = None
+        self._stdout: StdoutReader | None = None
         self._stalled = False
 
     # -- Transport -----------------------------------------------------------------------
@@ -117,7 +116,12 @@ class StdioTransport(Transport):
         self.pid = self._proc.pid
         # writes wait for room with a deadline (see send); the child's end stays blocking
         os.set_blocking(self._proc.stdin.fileno(), False)  # type: ignore[union-attr]
-        self._reader = threading.Thread(target=self._read, args=(deliver, closed), daemon=True,
+        out = self._proc.stdout.fileno()  # type: ignore[union-attr]
+        os.set_blocking(out, False)
+        self._stdout = StdoutReader(out, deliver, name=self.name, log=self.log,
+                                    max_message_size=self.max_message_size,
+                                    stderr_tail=lambda: self.stderr_tail)
+        self._reader = threading.Thread(target=self._read, args=(closed,), daemon=True,
                                         name=f"raider-{self.name}-reader")
         self._reader.start()
 
@@ -127,6 +131,20 @@ class StdioTransport(Transport):
         was written, or kills the server (a half-written line breaks the stream) and raises
         ConnectionClosed. Raises ConnectionClosed when the process is gone."""
         self._write(message, deadline)
+        if "method" in message and "id" in message and self._stdout is not None:
+            self._stdout.want_reader()  # its answer comes to the reader thread
+
+    def send_awaited(self, message: dict, *, deadline: float | None = None,
+                     answer: Future | None = None, alone: bool = False) -> None:
+        """:meth:`send`; then, when the request is ``alone``, read stdout on this thread until
+        ``answer`` is done (see :mod:`.stdout`), at most until ``deadline``. Raises what
+        :meth:`send` raises; an interrupt while it reads propagates, and loses nothing."""
+        stdout = self._stdout
+        if answer is None or not alone or deadline is None or stdout is None:
+            self.send(message, deadline=deadline)
+            return
+        self._write(message, deadline)
+        stdout.lead(message.get("id"), answer, deadline)
 
     def _write(self, message: dict, deadline: float | None) -> None:
         data = encode_line(message)
@@ -223,6 +241,8 @@ class StdioTransport(Transport):
     def _stop(self, grace: float) -> None:
         with self._close_lock:
             self._closing = True  # also before start(): it then spawns nothing
+            if self._stdout is not None:
+                self._stdout.stopping = True
             proc = self._proc
             if proc is None:
                 return
@@ -240,11 +260,17 @@ class StdioTransport(Transport):
             reader = self._reader
             if reader is not None and reader is not threading.current_thread():
                 reader.join(5)
-            for pipe in (proc.stdout, proc.stderr):
-                try:
-                    pipe.close()  # type: ignore[union-attr]
-                except OSError:
-                    pass
+            stdout = self._stdout
+            # a caller reading for its answer sees the end (or its next look, the stop)
+            if stdout is None or stdout.wait_unheld(5):
+                for pipe in (proc.stdout, proc.stderr):
+                    try:
+                        pipe.close()  # type: ignore[union-attr]
+                    except OSError:
+                        pass
+                if stdout is not None and (reader is None or not reader.is_alive()
+                                           or reader is threading.current_thread()):
+                    stdout.close()  # the reader thread is done with it
             self._proc = None
 
     def _close_stdin(self, proc: subprocess.Popen, timeout: float) -> bool:
@@ -273,73 +299,67 @@ class StdioTransport(Transport):
 
     # -- the reader thread -----------------------------------------------------------------
 
-    def _read(self, deliver: Deliver, closed: Closed) -> None:
-        """Read stdout and stderr until stdout ends; then stderr until it ends too (or for a
-        moment, should a leftover child hold it open), so that the error of a server that
-        went away carries its last words; then tell ``closed`` (unless we are stopping)."""
-        proc = self._proc
-        out, err = proc.stdout, proc.stderr  # type: ignore[union-attr]
-        lines = LineSplitter(self.max_message_size)
+    def _read(self, closed: Closed) -> None:
+        """Read stderr, and stdout whenever no caller does, until stdout ends; then stderr
+        until it ends too (or for a moment, should a leftover child hold it open), so that
+        the error of a server that went away carries its last words; then tell ``closed``
+        (unless we are stopping)."""
+        out = self._stdout
+        err = self._proc.stderr  # type: ignore[union-attr]
         log_lines = LineSplitter(_STDERR_LINE_BYTES, pieces=True)
+        os.set_blocking(err.fileno(), False)
         poller = select.poll()
-        for pipe in (out, err):
-            os.set_blocking(pipe.fileno(), False)  # type: ignore[union-attr]
-            poller.register(pipe, select.POLLIN)
-        open_pipes = {out.fileno(): out, err.fileno(): err}  # type: ignore[union-attr]
-        error: BaseException | None = None
+        poller.register(err, select.POLLIN)
+        poller.register(out.wake_fd, select.POLLIN)
+        err_open = True
+        polled = False  # stdout is among the polled
+        told = False  # closed() was told already
         drain_until: float | None = None  # set when stdout has ended
         try:
-            while open_pipes:
-                wait = None
-                if drain_until is not None:
-                    wait = max(0, int((drain_until - time.monotonic()) * 1000) + 1)
-                    if drain_until <= time.monotonic():
+            while True:
+                reading = False
+                if drain_until is None:
+                    reading = out.reader_turn()
+                    if out.ended:
+                        drain_until = time.monotonic() + _STDERR_DRAIN_SECONDS
+                        if out.error is not None and not self._closing:
+                            closed(out.error)  # at once: the limit is what it says
+                            told = True
+                if reading != polled:
+                    (poller.register(out.fd, select.POLLIN) if reading
+                     else poller.unregister(out.fd))
+                    polled = reading
+                if drain_until is None:
+                    wait = None if reading else _ms(out.reader_wait())
+                else:
+                    left = drain_until - time.monotonic()
+                    if not err_open or left <= 0:
                         break
+                    wait = _ms(left)
                 for fd, _ in poller.poll(wait):
-                    pipe = open_pipes.get(fd)
-                    if pipe is None:
-                        continue
-                    try:
-                        chunk = pipe.read(_CHUNK)
-                    except (OSError, ValueError):  # closed under us: we are stopping
-                        chunk = b""
-                    if chunk is None:  # nothing after all
-                        continue
-                    if pipe is err:
-                        self._keep_log(log_lines.rest() if not chunk else log_lines.feed(chunk))
-                    else:
-                        error = self._take_chunk(lines, chunk, deliver)
-                        if error is not None:
+                    if fd == out.wake_fd:
+                        out.drain_wake()
+                    elif fd == out.fd:
+                        if polled:
+                            out.reader_read()
+                    elif err_open:
+                        try:
+                            chunk = err.read(_CHUNK)
+                        except (OSError, ValueError):  # closed under us: we are stopping
                             chunk = b""
-                    if not chunk:
-                        poller.unregister(fd)
-                        del open_pipes[fd]
-                        if pipe is out:
-                            if error is not None and not self._closing:
-                                closed(error)  # at once: the limit is what it says
-                            drain_until = time.monotonic() + _STDERR_DRAIN_SECONDS
+                        if chunk is None:  # nothing after all
+                            continue
+                        self._keep_log(log_lines.feed(chunk) if chunk else log_lines.rest())
+                        if not chunk:
+                            poller.unregister(fd)
+                            err_open = False
         except Exception:  # noqa: BLE001 - the reader must not die silently
             self.log.exception("%s: reading the server's pipes failed", self.name)
-        if self._closing or error is not None:
+        finally:
+            out.reader_release()
+        if self._closing or told:
             return
         closed(ConnectionClosed(self._gone_message("it closed its stdout"), self.stderr_tail))
-
-    def _take_chunk(self, lines: LineSplitter, chunk: bytes, deliver: Deliver) -> BaseException | None:
-        """Deliver the messages ``chunk`` completes (at EOF, an empty chunk: a last line
-        without its newline); the error that ends the connection, if one does."""
-        try:
-            for line in lines.feed(chunk) if chunk else lines.rest():
-                self._take_line(line, deliver)
-        except MessageTooLong:
-            error = ConnectionClosed(too_large(self.name, "a line on stdout",
-                                               self.max_message_size), self.stderr_tail)
-            self.log.warning("%s", error)
-            return error
-        except Exception as exc:  # noqa: BLE001 - never end the reader without saying so
-            self.log.exception("%s: reading stdout failed", self.name)
-            return ConnectionClosed(f"MCP server {self.name!r}: reading its stdout failed: "
-                                    f"{type(exc).__name__}: {exc}", self.stderr_tail)
-        return None
 
     def _keep_log(self, lines: list) -> None:
         for line in lines:
@@ -350,28 +370,18 @@ class StdioTransport(Transport):
                 self._tail.append(line)
                 self.log.debug("%s", line)
 
-    def _take_line(self, line: str | bytes, deliver: Deliver) -> None:
-        if not line or line.isspace():
-            return
-        message = deliver_json(line, deliver, self.log, self.name, "a line on stdout")
-        if looks_like_jsonrpc(message):
-            self.messages_seen += 1
-            return
-        self.noise_lines += 1
-        if self.first_noise is None:
-            head = line[:200]
-            self.first_noise = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
-
     @property
     def diagnosis(self) -> str | None:
         """What explains a server that never answered: the lines it wrote to stdout that are
         not JSON-RPC, when it wrote no JSON-RPC at all (else None)."""
-        if not self.noise_lines or self.messages_seen:
+        stdout = self._stdout
+        if stdout is None or not stdout.noise_lines or stdout.messages_seen:
             return None
-        lines = "line that is" if self.noise_lines == 1 else f"{self.noise_lines} lines that are"
+        count = stdout.noise_lines
+        lines = "line that is" if count == 1 else f"{count} lines that are"
         return (f"the server wrote {lines} not JSON-RPC to stdout (an MCP stdio server must "
                 f"write only JSON-RPC messages there, its logs to stderr), first: "
-                f"{self.first_noise!r}")
+                f"{stdout.first_noise!r}")
 
     def _gone_message(self, what: str) -> str:
         proc = self._proc
@@ -384,3 +394,8 @@ class StdioTransport(Transport):
             how = "stopped reading its stdin and was killed"
         last = self._tail[-1] if self._tail else ""
         return f"MCP server {self.name!r} {how}" + (f": {last}" if last else "")
+
+
+def _ms(seconds: float) -> int:
+    """A poll timeout in whole milliseconds, rounded up."""
+    return max(0, int(seconds * 1000) + 1)

@@ -1,0 +1,301 @@
+"""A stdio server's stdout: its lines made messages, and who reads them.
+
+Two kinds of thread read a server's stdout, one at a time:
+
+- its reader thread (``raider-<name>-reader``, :mod:`.stdio`), which also reads stderr, and
+- a caller that waits for the answer to the only request in flight (:meth:`StdoutReader.lead`,
+  reached through :meth:`~raider_sync.transports.base.Transport.send_awaited`). It reads its
+  answer itself, sparing the hand-off from the reader thread: a lock and a thread wake-up
+  that with a fast server take as long as the whole exchange.
+
+The *turn* (a lock) says who reads: its holder reads stdout and takes what it read, in order.
+After a caller's turn the reader thread leaves stdout alone for :data:`LEND_SECONDS`, so that
+calls made one after another pass it on without waking the reader; it takes the turn back
+after that, at once when a request was sent that no caller reads for, and gives it up when a
+caller asks. What the server sends on its own between such calls is read within that time.
+
+Ctrl-C. Python runs signal handlers on the main thread, between bytecodes: bytes held only
+by a local variable there could be lost between the read and their use, and with them other
+callers' answers. So the main thread reads into the reader's inbox in one step of C code
+(:func:`~raider_sync.interrupts.read_into`), takes only a chunk that
+is exactly its own whole answer, and leaves anything else in the inbox for the reader thread,
+which takes it in order. Other threads get no such exceptions and take whatever comes.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import select
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from ..errors import ConnectionClosed
+from ..interrupts import read_into
+from .base import Deliver, LineSplitter, MessageTooLong, deliver_json, looks_like_jsonrpc, too_large
+
+#: how much one read takes (a pipe holds 64 KiB unless the server's side was made larger)
+CHUNK = 256 * 1024
+#: how long after a caller's turn the reader thread leaves stdout to the next caller
+LEND_SECONDS = 0.02
+#: how often a caller that reads for its answer looks whether it was settled elsewhere
+LEAD_TICK = 0.05
+
+
+class StdoutReader:
+    """The stdout of one server process: lines to messages for ``deliver``, read by the
+    reader thread or by a waiting caller (see the module's doc).
+
+    ``ended`` is true once stdout has ended (EOF, or a line over ``max_message_size``, which
+    ends the connection; ``error`` then says so). Not thread-safe apart from the turn: the
+    methods for the reader thread are called on that thread only.
+    """
+
+    def __init__(self, fd: int, deliver: Deliver, *, name: str, log: logging.Logger,
+                 max_message_size: int, stderr_tail: Callable[[], list[str]]):
+        self.fd = fd
+        self.name = name
+        self.log = log
+        self.max_message_size = max_message_size
+        self._deliver = deliver
+        self._stderr_tail = stderr_tail
+        self._lines = LineSplitter(max_message_size)
+        #: lines that were not JSON-RPC, the first of them, and the messages that were
+        self.noise_lines = 0
+        self.first_noise: str | None = None
+        self.messages_seen = 0
+        self.ended = False
+        self.error: BaseException | None = None
+        #: set by the transport when it stops: a caller reading for its answer gives up
+        self.stopping = False
+        self._inbox: collections.deque[bytes] = collections.deque()  # read, not yet taken
+        self._at_eof = False  # a read found the end: what the inbox holds is the last
+        self._turn = threading.Lock()
+        self._reader_holds = False
+        self._askers: set[int] = set()  # callers taking the turn or waiting for it
+        self._leader: int | None = None  # the caller holding the turn
+        self._wanted = False  # a request was sent that no caller reads for
+        self._lent_at = 0.0  # when a caller's turn ended
+        self._poll = select.poll()  # the holder's, when it is a caller
+        self._poll.register(fd, select.POLLIN)
+        self.wake_fd, self._wake_w = os.pipe()  # wakes the reader thread
+        os.set_blocking(self.wake_fd, False)
+        os.set_blocking(self._wake_w, False)
+        self._wake_lock = threading.Lock()
+
+    # -- callers -------------------------------------------------------------------------
+
+    def lead(self, request_id: Any, answer: Future, deadline: float) -> None:
+        """Read stdout on this thread until ``answer`` is done (or what came is not for this
+        thread to take, stdout ends, the transport stops or ``deadline`` passes), unless
+        another caller reads already: it then takes the answer, or leaves it to the reader
+        thread. Blocks while the reader thread finishes what it has read. Raises what an
+        interrupt raises; nothing read is lost by it."""
+        me = threading.get_ident()
+        try:
+            self._askers.add(me)  # from here on the reader thread takes no turn
+            if self.ended or (self._turn.locked() and not self._reader_holds):
+                self.want_reader()  # ended, or another caller reads: it takes or passes on
+                return
+            if self._reader_holds:
+                self._wake()  # it lets go at its next look
+            with self._turn:  # a `with`: an interrupt cannot leave the lock held
+                self._leader = me
+                try:
+                    self._read_for(request_id, answer, deadline,
+                                   threading.current_thread() is threading.main_thread())
+                finally:
+                    self._leader = None
+                    self._lent_at = time.monotonic()
+        finally:
+            self._askers.discard(me)
+            if self._wanted or self._inbox or self._at_eof or self.ended:
+                self._wake()
+
+    def want_reader(self) -> None:
+        """A request was sent that no caller reads for: the reader thread takes the turn as
+        soon as no caller holds it."""
+        self._wanted = True
+        if not self._reader_holds:
+            self._wake()
+
+    def _read_for(self, request_id: Any, answer: Future, deadline: float, main: bool) -> None:
+        while not answer.done() and not self.ended and not self.stopping:
+            if self._inbox or self._at_eof:
+                if main:
+                    if not self._take_own(request_id):
+                        return  # the reader thread takes it, in order
+                else:
+                    self._take_inbox()
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return  # the process timer fails the request
+            if self._poll.poll(_ms(min(LEAD_TICK, left))):
+                self._fill()
+
+    def _take_own(self, request_id: Any) -> bool:
+        """Take the inbox when it is exactly one whole line holding the answer to
+        ``request_id`` (then True); anything else stays for the reader thread. Safe from
+        interrupts: the inbox is emptied in one step, once the answer is known to be ours,
+        and an interrupt after that loses only the interrupted caller's own answer."""
+        if len(self._inbox) != 1 or self._at_eof or self._lines.holding:
+            return False
+        chunk = self._inbox[0]
+        if chunk.find(b"\n") != len(chunk) - 1:
+            return False
+        try:
+            message = json.loads(chunk)
+        except (ValueError, RecursionError):
+            return False
+        if not (isinstance(message, dict) and "jsonrpc" in message and "method" not in message
+                and message.get("id") == request_id):
+            return False
+        self._inbox.clear()
+        self.messages_seen += 1
+        try:
+            self._deliver(message)
+        except Exception:  # noqa: BLE001 - as deliver_json: a reader outlives a bad message
+            self.log.exception("%s: a message could not be handled", self.name)
+        return True
+
+    # -- the reader thread -----------------------------------------------------------------
+
+    def reader_turn(self) -> bool:
+        """Whether the reader thread reads stdout now: it keeps the turn until a caller asks
+        for it, and takes it back when it is due (a request no caller reads for, what a
+        caller left unread, or :data:`LEND_SECONDS` after a caller's turn)."""
+        if self.ended:
+            self.reader_release()
+            return False
+        if self._reader_holds:
+            if not self._askers:
+                return True
+            self.reader_release()
+            return False
+        due = (self._wanted or self._inbox or self._at_eof
+               or time.monotonic() - self._lent_at >= LEND_SECONDS)
+        if self._askers or not due or not self._turn.acquire(False):
+            return False
+        if self._askers:  # a caller came meanwhile: it goes first
+            self._turn.release()
+            return False
+        self._reader_holds = True
+        self._wanted = False
+        self._take_inbox()
+        return not self.ended
+
+    def reader_wait(self) -> float:
+        """Seconds the reader thread may wait without the turn before it looks again: what
+        is left of the time stdout is lent, or as long again while a caller reads."""
+        if self._askers or self._turn.locked():
+            return LEND_SECONDS
+        return max(0.001, LEND_SECONDS - (time.monotonic() - self._lent_at))
+
+    def reader_read(self) -> None:
+        """Read what stdout has (the reader thread holds the turn) and take it."""
+        if self._fill():
+            self._take_inbox()
+
+    def reader_release(self) -> None:
+        if self._reader_holds:
+            self._reader_holds = False
+            self._turn.release()
+
+    def drain_wake(self) -> None:
+        try:
+            while os.read(self.wake_fd, 4096):
+                pass
+        except OSError:  # BlockingIOError: drained
+            pass
+
+    def _wake(self) -> None:
+        with self._wake_lock:
+            if self._wake_w is None:
+                return
+            try:
+                os.write(self._wake_w, b"\0")
+            except OSError:  # full: a wake is pending anyway
+                pass
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def wait_unheld(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until no caller reads (the transport stops; the reader
+        thread has ended). True when none does, and the pipe may be closed."""
+        if self._leader == threading.get_ident():
+            return False
+        if not self._turn.acquire(timeout=timeout):
+            return False
+        self._turn.release()
+        return True
+
+    def close(self) -> None:
+        """Close the wake pipe (the reader thread has ended)."""
+        with self._wake_lock:
+            fds, self._wake_w = (self.wake_fd, self._wake_w), None
+        if fds[1] is not None:
+            for fd in fds:
+                os.close(fd)
+
+    # -- taking what was read (the turn's holder) --------------------------------------------
+
+    def _fill(self) -> bool:
+        """Read one chunk into the inbox (:func:`~raider_sync.interrupts.read_into`: an
+        interrupt loses none of it); False when there was nothing after all."""
+        try:
+            if not read_into(self._inbox, self.fd, CHUNK):
+                self._at_eof = True
+        except BlockingIOError:
+            return False
+        except (OSError, ValueError):  # closed under us: we are stopping
+            self._at_eof = True
+        return True
+
+    def _take_inbox(self) -> None:
+        while self._inbox and not self.ended:
+            self._take(self._inbox.popleft())
+        if self.ended:
+            self._inbox.clear()
+        elif self._at_eof:
+            self._take(b"")  # a last line without its newline
+            self.ended = True
+
+    def _take(self, chunk: bytes) -> None:
+        """Deliver the messages ``chunk`` completes (at EOF, an empty chunk: a last line
+        without its newline); a line over the limit, or a failure, ends stdout."""
+        try:
+            for line in self._lines.feed(chunk) if chunk else self._lines.rest():
+                self._take_line(line)
+        except MessageTooLong:
+            self._end(ConnectionClosed(too_large(self.name, "a line on stdout",
+                                                 self.max_message_size), self._stderr_tail()))
+            self.log.warning("%s", self.error)
+        except Exception as exc:  # noqa: BLE001 - never end the reader without saying so
+            self.log.exception("%s: reading stdout failed", self.name)
+            self._end(ConnectionClosed(f"MCP server {self.name!r}: reading its stdout failed: "
+                                       f"{type(exc).__name__}: {exc}", self._stderr_tail()))
+
+    def _end(self, error: BaseException) -> None:
+        self.error = error
+        self.ended = True
+
+    def _take_line(self, line: str | bytes) -> None:
+        if not line or line.isspace():
+            return
+        message = deliver_json(line, self._deliver, self.log, self.name, "a line on stdout")
+        if looks_like_jsonrpc(message):
+            self.messages_seen += 1
+            return
+        self.noise_lines += 1
+        if self.first_noise is None:
+            head = line[:200]
+            self.first_noise = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+
+
+def _ms(seconds: float) -> int:
+    """A poll timeout in whole milliseconds, rounded up (never 0 for a wait that is due)."""
+    return max(1, int(seconds * 1000) + 1)
