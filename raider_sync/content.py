@@ -45,6 +45,10 @@ def limit_content(content: list[dict], is_error: bool = False, *,
         return content
     if any(isinstance(b, dict) and b.get("type") == "image" for b in content):
         return content
+    texts = [t for t in map(_text_of, content) if t is not None]
+    if sum(map(len, texts)) <= max_output_tokens * CHARS_PER_TOKEN and not (
+            is_error and any(len(t) > ERROR_TEXT_LIMIT for t in texts)):
+        return list(content)  # nothing to cut: the blocks themselves are not changed
     blocks = [dict(b) if isinstance(b, dict) else b for b in content]
     if is_error:
         for block in blocks:

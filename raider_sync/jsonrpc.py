@@ -78,6 +78,22 @@ class _Pending:
         self.awaited = awaited  # a caller blocks on the future next
 
 
+class RequestFuture(Future):
+    """The future of one request sent by a :class:`Session`: ``request_id`` is its id, and
+    a successful :meth:`cancel` drops the request and sends ``notifications/cancelled``."""
+
+    def __init__(self, session: "Session", request_id: int):
+        super().__init__()
+        self.request_id = request_id
+        self._session = session
+
+    def cancel(self) -> bool:
+        if not super().cancel():
+            return False
+        self._session._cancelled(self.request_id)
+        return True
+
+
 class Session:
     """One JSON-RPC conversation over one transport.
 
@@ -184,9 +200,8 @@ class Session:
         is false), with :class:`McpError` for an error answer, and with the transport's error
         when the connection ends. Cancelling the future sends ``notifications/cancelled`` too.
         """
-        future: Future = Future()
         request_id = next(self._ids)
-        future.request_id = request_id  # type: ignore[attr-defined]
+        future = RequestFuture(self, request_id)
         params = dict(params or {})
         if self.stamp is not None:
             params = self.stamp(method, params)
@@ -204,7 +219,6 @@ class Session:
             self._pending[request_id] = entry
             # under the lock: an answer that comes at once finds the deadline to cancel
             entry.timer = timer.at(deadline, functools.partial(self._expire, request_id))
-        future.add_done_callback(self._future_done)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params:
             message["params"] = params
@@ -403,10 +417,8 @@ class Session:
         except InvalidStateError:
             pass
 
-    def _future_done(self, future: Future) -> None:
-        if not future.cancelled():
-            return
-        request_id = future.request_id  # type: ignore[attr-defined]
+    def _cancelled(self, request_id: int) -> None:
+        """The future of ``request_id`` was cancelled: drop the request and tell the peer."""
         with self._lock:
             entry = self._pending.pop(request_id, None)
         if entry is None:

@@ -207,8 +207,8 @@ class Lifecycle:
                 self._notify_status()
         elif isinstance(error, TransportError) and _unreachable(error):
             self._degraded(str(error))
-        elif error is None or isinstance(error, McpError):
-            self._set_status("connected", None, only_from="degraded")
+        elif (error is None or isinstance(error, McpError)) and self._status == "degraded":
+            self._set_status("connected", None, only_from="degraded")  # checked again, locked
 
     def _crashed(self, reason: str) -> bool:
         """Mark a connected server failed (the lock is held); True when it was connected."""

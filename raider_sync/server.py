@@ -424,6 +424,8 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         """``send(seconds_left, inline)`` now when connected; after the start when starting
         (a due restart of a failed server begins first); else a future failed with
         NotConnected."""
+        if self._status in UP:  # the usual case, read unlocked: a stop meanwhile fails the send
+            return send(timeout, inline)
         why = self._maybe_restart() if self._status == "failed" else ""
         with self._lock:
             status, start = self._status, self._start_future

@@ -23,11 +23,15 @@ def encode_message(message: Any) -> bytes:
     """One message as compact UTF-8 JSON. Raises ValueError (NaN, infinities) or TypeError
     (objects) for what JSON cannot carry, before anything is sent; a lone surrogate, which
     UTF-8 cannot carry, is sent escaped (still valid JSON)."""
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _ENCODER.encode(message)
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+        return _ASCII_ENCODER.encode(message).encode()
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 #: the default bound on one received message (a stdio line, an SSE event, an HTTP body)

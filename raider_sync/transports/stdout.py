@@ -126,10 +126,10 @@ class StdoutReader:
         while not answer.done() and not self.ended and not self.stopping:
             if self._inbox or self._at_eof:
                 if main:
-                    if not self._take_own(request_id):
-                        return  # the reader thread takes it, in order
-                else:
-                    self._take_inbox()
+                    # its answer taken (then done), or left for the reader thread, in order
+                    self._take_own(request_id)
+                    return
+                self._take_inbox()
                 continue
             left = deadline - time.monotonic()
             if left <= 0:
