@@ -125,10 +125,10 @@ class StdoutReader:
     def _read_for(self, request_id: Any, answer: Future, deadline: float, main: bool) -> None:
         while not answer.done() and not self.ended and not self.stopping:
             if self._inbox or self._at_eof:
+                if self._take_own(request_id):
+                    return  # its answer taken: the answer is done
                 if main:
-                    # its answer taken (then done), or left for the reader thread, in order
-                    self._take_own(request_id)
-                    return
+                    return  # left for the reader thread, in order
                 self._take_inbox()
                 continue
             left = deadline - time.monotonic()
