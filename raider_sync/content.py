@@ -45,17 +45,17 @@ def limit_content(content: list[dict], is_error: bool = False, *,
         return content
     if any(isinstance(b, dict) and b.get("type") == "image" for b in content):
         return content
-    texts = [t for t in map(_text_of, content) if t is not None]
-    if sum(map(len, texts)) <= max_output_tokens * CHARS_PER_TOKEN and not (
-            is_error and any(len(t) > ERROR_TEXT_LIMIT for t in texts)):
+    budget = max_output_tokens * CHARS_PER_TOKEN
+    lengths = [len(t) for t in map(_text_of, content) if t is not None]
+    long_error = is_error and any(n > ERROR_TEXT_LIMIT for n in lengths)
+    if not long_error and sum(lengths) <= budget:
         return list(content)  # nothing to cut: the blocks themselves are not changed
     blocks = [dict(b) if isinstance(b, dict) else b for b in content]
-    if is_error:
+    if long_error:
         for block in blocks:
             text = _text_of(block)
             if text is not None and len(text) > ERROR_TEXT_LIMIT:
                 block["text"] = truncate_middle(text, ERROR_TEXT_KEEP, ERROR_TEXT_KEEP)
-    budget = max_output_tokens * CHARS_PER_TOKEN
     total = sum(len(t) for t in map(_text_of, blocks) if t is not None)
     if total <= budget:
         return blocks

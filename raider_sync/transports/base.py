@@ -175,11 +175,32 @@ def deliver_json(data: str | bytes, deliver: "Deliver", log: logging.Logger, nam
     except ValueError:
         log.warning("%s: skipped %s that is not JSON: %.200r", name, where, data[:200])
         return None
+    deliver_parsed(message, deliver, log, name)
+    return message
+
+
+def deliver_parsed(message: Any, deliver: "Deliver", log: logging.Logger, name: str) -> None:
+    """Hand a parsed message to ``deliver``; what it fails on is logged: a reader outlives
+    a bad message."""
     try:
         deliver(message)
     except Exception:  # noqa: BLE001 - the reader must outlive a bad message
         log.exception("%s: a message could not be handled", name)
-    return message
+
+
+def answers(message: Any, request_id: Any) -> bool:
+    """Whether ``message`` (or a batch) holds the answer to the request ``request_id``."""
+    if isinstance(message, dict):
+        return "method" not in message and message.get("id") == request_id
+    if isinstance(message, list):
+        return any(answers(item, request_id) for item in message)
+    return False
+
+
+def poll_ms(seconds: float) -> int:
+    """A ``poll()`` timeout in whole milliseconds, rounded up: never 0 for a wait that is
+    not over, so a wait is never cut short into a busy loop."""
+    return max(1, int(seconds * 1000) + 1)
 
 
 class Transport:

@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, Transport,
+from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, Transport, answers,
                    decode_message, deliver_json, encode_message)
 from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, _socket_of,
                           excerpt, media_type)
@@ -239,7 +239,7 @@ class StreamableHttpTransport(Transport):
         except ValueError:
             message = None
         if kind != JSON_TYPE or not isinstance(message, (dict, list)) or (
-                request_id is not None and not _answers(message, request_id)):
+                request_id is not None and not answers(message, request_id)):
             shown = excerpt(data.decode("utf-8", "replace"))
             what = "JSON" if kind == JSON_TYPE else (kind or "no content type")
             raise TransportError(f"MCP server {self.name!r} answered with {what} that is not a "
@@ -400,7 +400,7 @@ class StreamableHttpTransport(Transport):
                     continue
                 message = deliver_json(event.data, self._deliver,  # type: ignore[arg-type]
                                        log, self.name, "an event")
-                if request_id is not None and _answers(message, request_id):
+                if request_id is not None and answers(message, request_id):
                     if not here:
                         self.channel.drain(response, DRAIN_SECONDS)
                     elif self.channel.finish(response, DRAIN_SECONDS
@@ -600,12 +600,3 @@ def _error_answer(body: str) -> dict | None:
     if isinstance(error, dict) and isinstance(error.get("code"), int):
         return error
     return None
-
-
-def _answers(message: Any, request_id: Any) -> bool:
-    """Whether ``message`` (or a batch) holds the answer to the request ``request_id``."""
-    if isinstance(message, dict):
-        return "method" not in message and message.get("id") == request_id
-    if isinstance(message, list):
-        return any(_answers(item, request_id) for item in message)
-    return False

@@ -21,7 +21,8 @@ from concurrent.futures import Future
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout
 from ..interrupts import acquire_into, write_into
-from .base import DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport, encode_message
+from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport,
+                   encode_message, poll_ms)
 from .stdout import StdoutReader
 
 STDERR_TAIL_LINES = 50
@@ -268,8 +269,8 @@ class StdioTransport(Transport):
                         pipe.close()  # type: ignore[union-attr]
                     except OSError:
                         pass
-                if stdout is not None and (reader is None or not reader.is_alive()
-                                           or reader is threading.current_thread()):
+                if stdout is not None and (reader is threading.current_thread()
+                                           or not reader.is_alive()):  # type: ignore[union-attr]
                     stdout.close()  # the reader thread is done with it
             self._proc = None
 
@@ -330,12 +331,12 @@ class StdioTransport(Transport):
                      else poller.unregister(out.fd))
                     polled = reading
                 if drain_until is None:
-                    wait = None if reading else _ms(out.reader_wait())
+                    wait = None if reading else poll_ms(out.reader_wait())
                 else:
                     left = drain_until - time.monotonic()
                     if not err_open or left <= 0:
                         break
-                    wait = _ms(left)
+                    wait = poll_ms(left)
                 for fd, _ in poller.poll(wait):
                     if fd == out.wake_fd:
                         out.drain_wake()
@@ -395,7 +396,3 @@ class StdioTransport(Transport):
         last = self._tail[-1] if self._tail else ""
         return f"MCP server {self.name!r} {how}" + (f": {last}" if last else "")
 
-
-def _ms(seconds: float) -> int:
-    """A poll timeout in whole milliseconds, rounded up."""
-    return max(0, int(seconds * 1000) + 1)

@@ -24,7 +24,6 @@ which takes it in order. Other threads get no such exceptions and take whatever 
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import os
 import select
@@ -35,7 +34,8 @@ from typing import Any, Callable
 
 from ..errors import ConnectionClosed
 from ..interrupts import read_into
-from .base import Deliver, LineSplitter, MessageTooLong, deliver_json, looks_like_jsonrpc, too_large
+from .base import (Deliver, LineSplitter, MessageTooLong, answers, decode_message, deliver_json,
+                   deliver_parsed, looks_like_jsonrpc, poll_ms, too_large)
 
 #: how much one read takes (a pipe holds 64 KiB unless the server's side was made larger)
 CHUNK = 256 * 1024
@@ -134,7 +134,7 @@ class StdoutReader:
             left = deadline - time.monotonic()
             if left <= 0:
                 return  # the process timer fails the request
-            if self._poll.poll(_ms(min(LEAD_TICK, left))):
+            if self._poll.poll(poll_ms(min(LEAD_TICK, left))):
                 self._fill()
 
     def _take_own(self, request_id: Any) -> bool:
@@ -148,18 +148,15 @@ class StdoutReader:
         if chunk.find(b"\n") != len(chunk) - 1:
             return False
         try:
-            message = json.loads(chunk)
-        except (ValueError, RecursionError):
+            message = decode_message(chunk)
+        except ValueError:
             return False
-        if not (isinstance(message, dict) and "jsonrpc" in message and "method" not in message
-                and message.get("id") == request_id):
-            return False
+        if not (isinstance(message, dict) and looks_like_jsonrpc(message)
+                and answers(message, request_id)):
+            return False  # a batch too: its other answers are not this thread's to take
         self._inbox.clear()
         self.messages_seen += 1
-        try:
-            self._deliver(message)
-        except Exception:  # noqa: BLE001 - as deliver_json: a reader outlives a bad message
-            self.log.exception("%s: a message could not be handled", self.name)
+        deliver_parsed(message, self._deliver, self.log, self.name)
         return True
 
     # -- the reader thread -----------------------------------------------------------------
@@ -295,7 +292,3 @@ class StdoutReader:
             head = line[:200]
             self.first_noise = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
 
-
-def _ms(seconds: float) -> int:
-    """A poll timeout in whole milliseconds, rounded up (never 0 for a wait that is due)."""
-    return max(1, int(seconds * 1000) + 1)

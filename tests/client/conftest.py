@@ -2,10 +2,32 @@
 from __future__ import annotations
 
 import pytest
+from conftest import fake_spec
 from fakes.http_fault_server import fault_servers
+
+from raider_sync import McpServer
+
+WAIT = 30.0
 
 
 @pytest.fixture
 def fake():
     """``fake(**options)``: a started FaultServer, stopped afterwards."""
     yield from fault_servers()
+
+
+@pytest.fixture
+def started():
+    """``started(mode, **options)``: a started McpServer on the fake, stopped afterwards."""
+    servers: list[McpServer] = []
+
+    def start(mode: str = "plain", spec_extra: dict | None = None, **options) -> McpServer:
+        options.setdefault("kill_grace", 0.2)
+        server = McpServer(fake_spec(mode, **(spec_extra or {})), **options)
+        servers.append(server)
+        server.start_f().result(WAIT)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

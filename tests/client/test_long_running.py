@@ -104,7 +104,10 @@ def test_a_storm_of_ctrl_c_loses_no_message():
             while not stop.is_set():
                 n += 1
                 text = server.call_tool("mcp__fake__echo", {"message": f"o{n}"}, timeout=20).text
-                other["ok" if text == f"o{n}" else "bad"] += 1 if text == f"o{n}" else [text]
+                if text == f"o{n}":
+                    other["ok"] += 1
+                else:
+                    other["bad"].append(text)
         def storm():
             rng = random.Random(7)
             while not stop.is_set():

@@ -51,23 +51,6 @@ def gone(pid: int) -> bool:
         return True
 
 
-@pytest.fixture
-def started():
-    """``started(mode, **options)``: a started McpServer on the fake, stopped afterwards."""
-    servers: list[McpServer] = []
-
-    def start(mode: str = "plain", spec_extra: dict | None = None, **options) -> McpServer:
-        options.setdefault("kill_grace", 0.2)
-        server = McpServer(fake_spec(mode, **(spec_extra or {})), **options)
-        servers.append(server)
-        server.start_f().result(WAIT)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 # -- start ---------------------------------------------------------------------------------------
 
 def test_status_goes_configured_starting_connected_and_on_status_sees_each(started):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import answers_from_threads, fake_spec, poll, run_script
+from conftest import answers_from_threads, poll, run_script
 
 from raider_sync import ConnectionClosed, McpServer, ToolTimeout
 from raider_sync.transports import stdout as stdout_module
@@ -16,18 +16,13 @@ WAIT = 30.0
 
 
 @pytest.fixture
-def fake():
-    servers: list[McpServer] = []
-
+def connected(started):
+    """``connected(mode, **options)``: a started McpServer on the fake, without telemetry."""
     def start(mode: str = "plain", **options) -> McpServer:
-        server = McpServer(fake_spec(mode), kill_grace=0.5, telemetry=False, **options)
-        servers.append(server)
-        server.start_f().result(WAIT)
+        server = started(mode, kill_grace=0.5, telemetry=False, **options)
         assert server.status == "connected", server.reason
         return server
-    yield start
-    for server in servers:
-        server.stop()
+    return start
 
 
 def settled_on(server: McpServer) -> list[str]:
@@ -40,8 +35,8 @@ def settled_on(server: McpServer) -> list[str]:
     return names
 
 
-def test_a_blocking_call_takes_its_answer_on_the_callers_thread(fake):
-    server = fake()
+def test_a_blocking_call_takes_its_answer_on_the_callers_thread(connected):
+    server = connected()
     names = settled_on(server)
     for n in range(5):
         assert server.call_tool("mcp__fake__echo", {"message": f"m{n}"}).text == f"m{n}"
@@ -50,8 +45,8 @@ def test_a_blocking_call_takes_its_answer_on_the_callers_thread(fake):
     assert names[1:] == [threading.current_thread().name] * 4
 
 
-def test_a_blocking_call_on_another_thread_takes_its_answer_there_too(fake):
-    server = fake()
+def test_a_blocking_call_on_another_thread_takes_its_answer_there_too(connected):
+    server = connected()
     names = settled_on(server)
     texts: list[str] = []
     worker = threading.Thread(target=lambda: texts.extend(
@@ -63,8 +58,8 @@ def test_a_blocking_call_on_another_thread_takes_its_answer_there_too(fake):
     assert names[1:] == ["test-worker"] * 4
 
 
-def test_a_future_is_answered_by_the_reader_right_after_a_blocking_call(fake):
-    server = fake()
+def test_a_future_is_answered_by_the_reader_right_after_a_blocking_call(connected):
+    server = connected()
     names = settled_on(server)
     server.call_tool("mcp__fake__echo", {"message": "first"})
     # within the time stdout is left to the next caller: the send brings the reader back
@@ -72,9 +67,9 @@ def test_a_future_is_answered_by_the_reader_right_after_a_blocking_call(fake):
     assert names[1] == "raider-fake-reader"
 
 
-def test_a_notification_before_the_answer_reaches_its_handler_and_the_caller_its_answer(fake):
+def test_a_notification_before_the_answer_reaches_its_handler_and_the_caller_its_answer(connected):
     logged: list = []
-    server = fake(on_log=lambda srv, level, logger, data: logged.append(data))
+    server = connected(on_log=lambda srv, level, logger, data: logged.append(data))
     for n in range(5):  # on the main thread the caller leaves the two lines to the reader
         assert server.call_tool("mcp__fake__log", {"data": f"d{n}"}).text == "logged"
     poll(lambda: len(logged) == 5, WAIT, "five log messages")
@@ -82,43 +77,43 @@ def test_a_notification_before_the_answer_reaches_its_handler_and_the_caller_its
     assert server.call_tool("mcp__fake__echo", {"message": "after"}).text == "after"
 
 
-def test_lines_that_are_not_json_before_each_answer_are_skipped_by_a_leading_caller(fake):
-    server = fake("garbage")
+def test_lines_that_are_not_json_before_each_answer_are_skipped_by_a_leading_caller(connected):
+    server = connected("garbage")
     for n in range(3):
         assert server.call_tool("mcp__fake__echo", {"message": f"g{n}"}).text == f"g{n}"
     assert server.status == "connected"
 
 
-def test_an_answer_larger_than_one_read_comes_whole(fake):
-    server = fake(max_output_tokens=10_000_000)
+def test_an_answer_larger_than_one_read_comes_whole(connected):
+    server = connected(max_output_tokens=10_000_000)
     result = server.call_tool("mcp__fake__big", {}, timeout=WAIT)
     assert len(result.text) == 20 * 1024 * 1024
     assert server.call_tool("mcp__fake__echo", {"message": "small"}).text == "small"
 
 
-def test_callers_on_many_threads_get_their_own_answers(fake):
-    server = fake()
+def test_callers_on_many_threads_get_their_own_answers(connected):
+    server = connected()
     answers = answers_from_threads(
         6, 20, lambda message: server.call_tool("mcp__fake__echo", {"message": message}).text)
     assert len(answers) == 120 and all(text == message for message, text in answers.items())
 
 
-def test_what_the_server_sends_on_its_own_after_a_call_is_read(fake):
+def test_what_the_server_sends_on_its_own_after_a_call_is_read(connected):
     changed = threading.Event()
-    server = fake("collide", on_tools_changed=lambda srv: changed.set())
+    server = connected("collide", on_tools_changed=lambda srv: changed.set())
     server.call_tool("mcp__fake__announce", {})  # answers, then announces a new tool list
     assert changed.wait(WAIT)
 
 
-def test_a_server_that_dies_while_a_caller_reads_fails_the_call_with_its_last_words(fake):
-    server = fake()
+def test_a_server_that_dies_while_a_caller_reads_fails_the_call_with_its_last_words(connected):
+    server = connected()
     with pytest.raises(ConnectionClosed, match="exploded"):
         server.call_tool("mcp__fake__crash", {}, timeout=WAIT)
     poll(lambda: server.status == "failed", WAIT, "status failed")
 
 
-def test_a_stop_from_another_thread_ends_a_call_that_reads_for_its_answer(fake):
-    server = fake("ignore-eof")
+def test_a_stop_from_another_thread_ends_a_call_that_reads_for_its_answer(connected):
+    server = connected("ignore-eof")
     stopper = threading.Thread(target=lambda: (
         poll(lambda: server._session._pending, WAIT, "the call in flight"), server.stop()))
     stopper.start()
@@ -128,9 +123,9 @@ def test_a_stop_from_another_thread_ends_a_call_that_reads_for_its_answer(fake):
     assert server.status == "stopped"
 
 
-def test_the_reader_takes_stdout_back_once_callers_pause(fake, monkeypatch):
+def test_the_reader_takes_stdout_back_once_callers_pause(connected, monkeypatch):
     monkeypatch.setattr(stdout_module, "LEND_SECONDS", 0.05)
-    server = fake()
+    server = connected()
     stdout = server._session.transport._stdout
     server.call_tool("mcp__fake__echo", {"message": "x"})
     poll(lambda: stdout._reader_holds, WAIT, "the reader holding stdout again")
@@ -161,8 +156,8 @@ def test_on_the_main_thread_a_chunk_with_more_than_the_answer_goes_to_the_reader
     assert out == {"texts": ["logged"] * 5, "logged": list(range(5)), "echo": "after"}
 
 
-def test_while_a_caller_reads_for_a_long_answer_the_reader_thread_mostly_sleeps(fake, monkeypatch):
-    server = fake()
+def test_while_a_caller_reads_for_a_long_answer_the_reader_thread_mostly_sleeps(connected, monkeypatch):
+    server = connected()
     looks = []
     reader_turn = stdout_module.StdoutReader.reader_turn
     monkeypatch.setattr(stdout_module.StdoutReader, "reader_turn",
