@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from conftest import SDK_SERVER, free_port, wait_for_port
+from conftest import PEERS, SDK_SERVER, free_port, wait_for_port
 from raider_sync.gateway.cli import Serving
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
@@ -26,6 +26,7 @@ BOB = "bob-key-9876543210"
 UPSTREAM_TOKEN = "operator-upstream-token"
 GATE_TIMEOUT = 10.0
 SDK_HTTP_COMMAND = [sys.executable, SDK_SERVER, "streamable-http", "{port}"]
+EXPRESS_QUERY_COMMAND = ["node", os.path.join(PEERS, "express_query.mjs"), "{port}"]
 ACCEPT = "application/json, text/event-stream"
 VERSION = "2025-06-18"
 GZIP_BOMB_SIZE = 64 * 1024 * 1024  # once opened; gzip members of 1 MiB of zeros, one after another

@@ -78,6 +78,22 @@ def test_the_app_itself_refuses_both_framings_and_asks_to_close():
     assert json.loads(body)["error"]["type"] == "bad_request"
 
 
+# -- fixed query parameters ----------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["tenant%5B%5D=b", "tenant[]=b", "tenant[0]=b", "tenant%5Bx%5D=b",
+                                   "TENANT[]=b", "tenant%255B%255D=b", "tenant.x=b"])
+def test_a_fixed_query_parameter_cannot_be_steered_past_a_real_express(make_gateway,
+                                                                       express_query, query):
+    # Express reads ?tenant=a&tenant%5B%5D=b as tenant == ["a", "b"]: the client would be in
+    # tenant b too
+    gw = make_gateway([{"name": "app", "url": f"{express_query}/mcp?tenant=a"}])
+    status, _, body = gw.raw("POST", f"/mcp/app?x=1&{query}", headers=AUTH, body=b"{}")
+    assert status == 400, body
+    assert json.loads(body)["error"]["type"] == "bad_path"
+    status, _, body = gw.raw("POST", "/mcp/app?x=1&tenants=b", headers=AUTH, body=b"{}")
+    assert status == 200 and json.loads(body)["query"] == {"tenant": "a", "x": "1", "tenants": "b"}
+
+
 # -- compression bombs ---------------------------------------------------------------------
 
 def test_a_compressed_answer_passes_through_unopened(make_gateway, upstream):
