@@ -33,6 +33,17 @@ GZIP_BOMB_SIZE = 64 * 1024 * 1024  # once opened; gzip members of 1 MiB of zeros
 GZIP_BOMB = gzip.compress(bytes(1024 * 1024), compresslevel=9) * (GZIP_BOMB_SIZE // (1024 * 1024))
 
 
+def read_until_closed(sock: socket.socket, limit: int = 1 << 20) -> bytes:
+    """Everything the peer sends until it closes (bounded by the socket's timeout)."""
+    received = b""
+    while len(received) < limit:
+        data = sock.recv(65536)
+        if not data:
+            return received
+        received += data
+    return received
+
+
 def wait_until(predicate, timeout: float = 10.0) -> bool:
     """Poll ``predicate`` (bounded) until it is true; returns its last value."""
     deadline = time.monotonic() + timeout
@@ -385,15 +396,16 @@ class _Relayed:
         self.answer.close()
 
 
-def relay_process(config_path: str, env: dict, *extra: str) -> tuple[subprocess.Popen, str]:
+def relay_process(config_path: str, env: dict, *extra: str,
+                  stderr=subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
     """``raider-sync gateway`` in a process of its own on a free port; waits until it listens
-    (bounded). Returns (process, base URL)."""
+    (bounded). ``stderr``: where its log goes (an open file). Returns (process, base URL)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "raider_sync", "gateway", "--config", config_path,
          "--listen", f"127.0.0.1:{port}", *extra],
         env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        stderr=stderr, start_new_session=True)
     try:
         wait_for_port(port, timeout=30, proc=proc)
     except BaseException:
