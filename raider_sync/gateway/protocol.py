@@ -27,7 +27,7 @@ import json
 import re
 import unicodedata
 from typing import Any, Iterable, Mapping, Optional, Union
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 _TRANSPORTS = ("stdio", "streamable-http")
 _DEFAULT_TRANSPORT = "streamable-http"
@@ -40,6 +40,9 @@ _NAME_MAX = 64
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an HTTP field name (RFC 9110 token)
 _ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NESTED = re.compile(r"[\[.]")   # where qs (Express) starts a nested name: tenant[x], tenant.x
+_PHP_UNDERSCORE = re.compile(r"[ .\[]")  # what PHP turns into '_' in a parameter's name
+_DECODINGS = 3                   # a name decoded this many more times still counts as itself
 # RFC 3986 pchar minus the percent sign: everything else in a segment is percent-encoded
 _SEGMENT_SAFE = "!$&'()*+,;=:@-._~"
 
@@ -232,9 +235,12 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
     (``..;x``) and in Unicode's NFKC form (fullwidth dots and slashes): a
     customer key must not climb out of the path the operator configured, whatever the
     upstream's own idea of path normalisation is. Also ``None`` for a query that names a
-    parameter the configured URL fixes (``?tenant=t``), also in another case or with
-    whitespace around it (``Tenant``, ``tenant%20``): many servers read the last of repeated
-    parameters, and lenient ones fold case or trim names, so the client would choose it. And
+    parameter the configured URL fixes (``?tenant=t``), also in any name a lenient server may
+    read as it (see :func:`_query_readings`): another case, whitespace around it
+    (``Tenant``, ``tenant%20``), a bracket or dot suffix (``tenant[]``, ``tenant[0]``,
+    ``tenant.x``: Express reads an array or object that holds both values, PHP the client's),
+    PHP's underscores for spaces and dots, or encoded once more (``tenant%255B%255D``). Many
+    servers read the last of repeated parameters, so the client would choose it. And
     ``None`` for a ``url`` that :func:`url_problem` refuses, or a ``rest``/``query`` of a type
     it does not take (a number, say).
 
@@ -262,8 +268,8 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
         return None
     merged = base.query
     if pairs and merged:
-        fixed = {_query_name(key) for key, _ in parse_qsl(merged, keep_blank_values=True)}
-        if any(_query_name(key) in fixed for key, _ in pairs):
+        fixed = _fixed_readings(merged)
+        if any(not fixed.isdisjoint(_query_readings(key)) for key, _ in pairs):
             return None
     if pairs:
         extra = urlencode(pairs, quote_via=quote)
@@ -271,11 +277,37 @@ def upstream_url(url: str, rest: Optional[str] = None, query: Query = None) -> O
     return urlunsplit((base.scheme, base.netloc, path, merged, ""))
 
 
-def _query_name(name: str) -> str:
-    """A query parameter's name as a lenient server may read it: NFKC, case folded, without
-    surrounding whitespace or control characters (``Tenant``, ``tenant%20`` are ``tenant``)."""
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    return _CONTROL.sub("", folded).strip()
+@functools.lru_cache(maxsize=64)
+def _fixed_readings(query: str) -> frozenset[str]:
+    """Every reading of every parameter name in a configured URL's query (cached: the relay
+    asks per request about the few URLs of its config)."""
+    return frozenset().union(*(_query_readings(key)
+                               for key, _ in parse_qsl(query, keep_blank_values=True)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_readings(name: str) -> frozenset[str]:
+    """The names a lenient server may take a query parameter's (once decoded) name for. The
+    name as it came and decoded again, up to three times (``%255B``, ``%2B``: a server that
+    decodes twice), each in NFKC and case folded; of each: without its control characters, or
+    cut at the first one (a C server stops at a NUL); before a bracket or dot suffix (qs, as
+    Express uses it, reads ``tenant[]``, ``tenant[0]``, ``tenant[x]`` and, with allowDots,
+    ``tenant.x`` as ``tenant``); and as PHP reads it, with spaces, dots and an opening bracket
+    as underscores (``ten ant``, ``ten.ant`` are ``ten_ant``). All without surrounding
+    whitespace; never the empty name."""
+    stages = [name]
+    for _ in range(_DECODINGS):
+        decoded = unquote_plus(stages[-1])
+        if decoded == stages[-1]:
+            break
+        stages.append(decoded)
+    readings: set[str] = set()
+    for stage in stages:
+        folded = unicodedata.normalize("NFKC", stage).casefold()
+        for form in (_CONTROL.sub("", folded), _CONTROL.split(folded, 1)[0]):
+            readings.update((form, _NESTED.split(form, 1)[0],
+                             _PHP_UNDERSCORE.sub("_", form.lstrip())))
+    return frozenset(r for r in (reading.strip() for reading in readings) if r)
 
 
 def _sub_path_problem(rest: str) -> bool:

@@ -14,10 +14,12 @@ An upstream that cannot be reached, or does not answer within the configured sec
 with a short JSON error that names neither the upstream nor the cause. Every request yields one
 usage event (see :class:`Relay`).
 
-The order of the checks on a request: the framing (``Content-Length`` with
-``Transfer-Encoding`` is 400 and closes the connection), the path, the ``Origin``, the key,
-the method and server, the sub-path and query, the body, the session id (sealed for this key,
-see :mod:`raider_sync.gateway.sessions`), the per-key limits (429, see
+The order of the checks on a request, the same under every server: the framing
+(``Transfer-Encoding`` with ``Content-Length``, or in HTTP/1.0, is 400; closing the connection
+is the server's job, as PEP 3333 forbids the app a ``Connection`` header), the path, the
+``Origin``, the key, the method and server, the sub-path and query, the body (over
+``max_request_bytes`` is 413, one that cannot be read is 400), the stateless headers, the session
+id (sealed for this key, see :mod:`raider_sync.gateway.sessions`), the per-key limits (429, see
 :mod:`raider_sync.gateway.limits`); only then does anything go upstream. Compressed answers are
 passed on unopened; a streamed answer the upstream breaks off raises :class:`UpstreamBroken`
 out of the WSGI iterable, so the server aborts the client's connection too.
@@ -71,7 +73,6 @@ _ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)  # an encoded dot, slash or
 # the relay's own upstream headers: a name, and no compression it would have to undo
 _FIXED_HEADERS = {"User-Agent": "raider-sync-gateway", "Accept-Encoding": "identity"}
 UsageCallback = Callable[[dict], None]
-_CLOSE = [("Connection", "close")]
 # the environ keys of the client headers protocol.request_headers may pass on (besides Mcp-*)
 _PASSED = frozenset({"HTTP_ACCEPT", "HTTP_LAST_EVENT_ID", "HTTP_CONTENT_TYPE"})
 
@@ -199,11 +200,16 @@ class Relay:
         if self._closed:
             return self._answer(start_response, event, started, 503, "unavailable",
                                 "the gateway is shutting down")
-        if environ.get("HTTP_TRANSFER_ENCODING") and environ.get("CONTENT_LENGTH"):
-            # RFC 9112 6.3: the framing is ambiguous, so whatever follows on this connection
-            # cannot be trusted either (waitress and gunicorn refuse this before the app)
-            return self._answer(start_response, event, started, 400, "bad_request",
-                                "Content-Length and Transfer-Encoding together", _CLOSE)
+        if environ.get("HTTP_TRANSFER_ENCODING"):
+            # RFC 9112 6.3 and 6.1: the framing is ambiguous or faulty, so whatever follows on
+            # this connection cannot be trusted either; gunicorn refuses it before the app, and
+            # the gateway's waitress hands it over without its body and closes the connection.
+            # No Connection: close here: PEP 3333 forbids it (waitress raises on it).
+            problem = "Content-Length and Transfer-Encoding together" \
+                if environ.get("CONTENT_LENGTH") else "Transfer-Encoding in an HTTP/1.0 request" \
+                if environ.get("SERVER_PROTOCOL") == "HTTP/1.0" else None
+            if problem is not None:
+                return self._answer(start_response, event, started, 400, "bad_request", problem)
         try:
             path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
         except UnicodeError:
@@ -331,16 +337,29 @@ class Relay:
                 return (400, "bad_request", "Content-Length is negative")
             if size > limit:
                 return (413, "too_large", f"the request body is over {limit} bytes")
-            body = stream.read(size) if size and stream is not None else b""
-            if len(body) != size:
+            body = self._read(stream, size) if size and stream is not None else b""
+            if isinstance(body, bytes) and len(body) != size:
                 return (400, "bad_request", "the request body ended early")
             return body
         if stream is not None and environ.get("wsgi.input_terminated"):
-            body = stream.read(limit + 1)
-            if len(body) > limit:
+            body = self._read(stream, limit + 1)
+            if isinstance(body, bytes) and len(body) > limit:
                 return (413, "too_large", f"the request body is over {limit} bytes")
             return body
         return b""
+
+    @staticmethod
+    def _read(stream, size: int):
+        """``size`` bytes of the body (fewer at its end), or the refusal of a body that cannot
+        be read: malformed chunking (gunicorn raises its parser's error from the read), a body
+        the server cut (:class:`~raider_sync.gateway.serving.BodyCut`), a client gone."""
+        try:
+            return stream.read(size)
+        except Exception as exc:  # the WSGI server's own errors: no common class to name
+            log.debug("gateway: the request body could not be read: %s: %s",
+                      type(exc).__name__, exc)
+            return (400, "bad_request",
+                    "the request body could not be read (malformed chunked encoding, or cut short)")
 
     def _relay(self, environ, start_response, event, started, server: GatewayServer, url, body,
                bind: SessionBinding):

@@ -13,9 +13,16 @@ of threads:
   trickles them (waitress's own ``channel_timeout`` only measures silence).
 - ``channel_timeout``: an idle keep-alive connection is closed after 60 seconds.
 - ``asyncore_use_poll``: poll() rather than select(), which cannot watch more than 1,024 sockets.
-- a request with both ``Content-Length`` and ``Transfer-Encoding`` is refused with 400 and the
-  connection closed (RFC 9112 section 6.3), before the relay is called: waitress alone would
-  follow ``Transfer-Encoding`` and keep reading requests from the same connection.
+- a request body that cannot be trusted is not read: one over ``max_request_bytes``, chunking
+  that is malformed, or framing that is ambiguous (``Content-Length`` with
+  ``Transfer-Encoding``, RFC 9112 section 6.3; ``Transfer-Encoding`` in HTTP/1.0, section
+  6.1). The request still goes to the app, which answers it as every other refusal (the relay:
+  its JSON error and a usage event, the key checked first), with its headers as sent and a
+  ``wsgi.input`` that holds what was received and then raises :class:`BodyCut`; the connection
+  closes after the answer, and nothing after the head is read as a next request. waitress alone
+  would answer 413 and malformed chunking in plain text before the app, follow
+  ``Transfer-Encoding`` past a ``Content-Length``, and pass an HTTP/1.0 ``Transfer-Encoding``
+  on with the body read by ``Content-Length``.
 - a response's head and the first piece of its body (up to ``JOIN_LIMIT`` bytes: a whole
   relayed JSON answer) leave in one ``send()``, where waitress alone sends them apart, one
   system call and one TCP segment more that the client wakes up for on every answer.
@@ -59,9 +66,41 @@ def waitress_settings(threads: int, max_request_bytes: Optional[int] = None,
         "channel_request_lookahead": 1,
         "ident": "raider-sync-gateway", "expose_tracebacks": False}
     if max_request_bytes is not None:
-        # waitress refuses a body of max_request_body_size bytes or more: one over ours
+        # waitress counts a body of max_request_body_size bytes or more as too large: one over
+        # ours (the gateway's parser cuts such a body before waitress would refuse it)
         settings["max_request_body_size"] = max_request_bytes + 1
     return settings
+
+
+class BodyCut(OSError):
+    """Raised by the ``wsgi.input`` of a request whose body the server did not read to its end
+    (see the module's docstring), once what was received is read; the message says why."""
+
+
+class _CutBody:
+    """The ``wsgi.input`` of a cut request: the bytes received before the cut, then
+    :class:`BodyCut` for a read that wants more -- never a body that looks complete."""
+
+    def __init__(self, received, reason: str):
+        self._received, self._reason = received, reason
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        data = self._received.read(-1 if size is None else size)
+        if size is None or size < 0 or len(data) < size:
+            raise BodyCut(self._reason)
+        return data
+
+    def readline(self, size: Optional[int] = -1) -> bytes:
+        line = self._received.readline(-1 if size is None else size)
+        if not line.endswith(b"\n") and (size is None or size < 0 or len(line) < size):
+            raise BodyCut(self._reason)
+        return line
+
+    def readlines(self, hint: int = -1) -> list[bytes]:
+        return list(iter(self.readline, b""))
+
+    def __iter__(self):
+        return iter(self.readline, b"")
 
 
 def reload_keys_on_sighup(relay) -> Any:
@@ -73,25 +112,78 @@ def reload_keys_on_sighup(relay) -> Any:
 
 
 def _strict(server, header_timeout: float) -> None:
-    """Give a waitress server the refusal of ambiguous framing, the header deadline and the
-    head sent with the body."""
+    """Give a waitress server the cut of bodies it must not read (handed to the app, the
+    connection closed after the answer), the header deadline and the head sent with the body."""
     from waitress.channel import HTTPChannel
-    from waitress.parser import HTTPRequestParser, ParsingError
+    from waitress.parser import HTTPRequestParser
     from waitress.task import WSGITask
 
     class Parser(HTTPRequestParser):
+        cut: Optional[str] = None  # why the body was not read to its end
+
         def __init__(self, adj):
             super().__init__(adj)
             self.begun = time.monotonic()
+            self.limit = adj.max_request_body_size - 1  # see waitress_settings
 
         def parse_header(self, header_plus):
             super().parse_header(header_plus)
-            # waitress has popped Transfer-Encoding and follows it; Content-Length is left
             if self.chunked and "CONTENT_LENGTH" in self.headers:
-                self.chunked = False  # nothing of the body is read as a next request
-                raise ParsingError("Content-Length and Transfer-Encoding together")
+                # waitress has popped Transfer-Encoding and would follow it: the app is told
+                self.headers["TRANSFER_ENCODING"] = "chunked"
+                self._cut("Content-Length and Transfer-Encoding together")
+            elif self.version == "1.0" and "TRANSFER_ENCODING" in self.headers:
+                # waitress leaves it to the app and reads by Content-Length, as a proxy in
+                # front may not
+                self._cut("Transfer-Encoding in an HTTP/1.0 request")
+            elif self.content_length > self.limit:
+                self._cut(f"the request body is over {self.limit} bytes")
+
+        def _cut(self, reason: str) -> None:
+            """Read no body: the request is complete with its head."""
+            self.cut = reason
+            self.chunked = self.expect_continue = False  # no 100 Continue invites the body
+            self.content_length = 0
+            if self.body_rcv is not None:
+                self.body_rcv.getbuf().close()
+            self.body_rcv = None
+
+        def received(self, data):
+            if self.completed or self.body_rcv is None:
+                consumed = super().received(data)  # the head: parse_header cuts what it must
+            else:
+                consumed = self._received_body(data)
+            if self.cut is not None and self.completed:
+                return len(data)  # the rest belongs to the unread body, not to a next request
+            return consumed
+
+        def _received_body(self, data) -> int:
+            # waitress's own accounting counts the chunked framing against the limit and
+            # answers a malformed chunk itself; the limit is on the body the app would read
+            body = self.body_rcv
+            consumed = body.received(data)
+            self.body_bytes_received += consumed
+            if body.error is not None:
+                self.cut, self.completed = f"the chunked body is malformed: {body.error.body}", True
+            elif len(body) > self.limit:
+                self.cut, self.completed = f"the request body is over {self.limit} bytes", True
+            elif body.completed:
+                self.completed = True
+                if self.chunked:  # as waitress does: the app sees a body of known length
+                    self.headers["CONTENT_LENGTH"] = str(len(body))
+            return consumed
+
+        def get_body_stream(self):
+            stream = super().get_body_stream()
+            return stream if self.cut is None else _CutBody(stream, self.cut)
 
     class Task(WSGITask):
+        def execute(self):
+            if self.request.cut is not None:
+                # the rest of the body is unread: no next request can be found after it
+                self.set_close_on_finish()
+            super().execute()
+
         def write(self, data):
             if self.wrote_header or not data or len(data) > JOIN_LIMIT:
                 return super().write(data)  # an empty write sends the head alone, at once
@@ -108,6 +200,16 @@ def _strict(server, header_timeout: float) -> None:
         parser_class = Parser
         task_class = Task
         head: Optional[list] = None  # set by the task thread around its first write
+        discarding = False  # after a cut request: what arrives is its body, never parsed
+
+        def received(self, data):
+            if self.discarding:
+                return bool(data)
+            received = super().received(data)
+            with self.requests_lock:
+                # a cut request still queued; once served, waitress closes and reads no more
+                self.discarding = any(request.cut is not None for request in self.requests)
+            return received
 
         def write_soon(self, data):
             head = self.head
@@ -142,9 +244,10 @@ class Serving:
     seconds). Raises ImportError when waitress is not installed, OSError when the address is
     taken.
 
-    waitress reads a whole request body before it calls ``app``; ``max_request_bytes`` (default:
-    the relay's ``config.max_request_bytes``) makes it refuse a larger one with 413 at once,
-    before anything is spooled and before the key is even looked at. ``connection_limit``
+    waitress reads a whole request body before it calls ``app``; a body over
+    ``max_request_bytes`` (default: the relay's ``config.max_request_bytes``) is not read nor
+    spooled: the app gets the request at once, cut (see the module's docstring), and the relay
+    answers 413 once it has checked the key. ``connection_limit``
     (default :func:`connection_limit`) and ``header_timeout`` are described above; the settings
     given to waitress are in ``settings``.
     """

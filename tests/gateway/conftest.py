@@ -1,13 +1,14 @@
-"""Gateway fixtures: ``make_gateway`` (relays on port 0), ``upstream`` (a fake upstream) and the
-real peers over Streamable HTTP (``everything_http``, ``sdk_http``), started once per worker."""
+"""Gateway fixtures: ``make_gateway`` (relays on port 0), ``upstream`` (a fake upstream), the
+real peers over Streamable HTTP (``everything_http``, ``sdk_http``) and a real Express app
+(``express_query``), started once per worker."""
 from __future__ import annotations
 
 import threading
 
 import pytest
 
-from gateway.support import (ALICE, BOB, SDK_HTTP_COMMAND, UPSTREAM_TOKEN, Gateway, Upstream,
-                             spawn, stop)
+from gateway.support import (ALICE, BOB, EXPRESS_QUERY_COMMAND, SDK_HTTP_COMMAND, UPSTREAM_TOKEN,
+                             Gateway, Upstream, spawn, stop)
 from raider_sync.gateway.config import GatewayConfig
 
 
@@ -64,4 +65,13 @@ def sdk_http():
     """The official SDK's server over Streamable HTTP (SSE answers): its MCP URL."""
     proc, port = spawn(SDK_HTTP_COMMAND)
     yield f"http://127.0.0.1:{port}/mcp"
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def express_query(everything_js):
+    """Express (installed with server-everything, which is built on it) answering every request
+    with the query as its extended parser reads it: its base URL."""
+    proc, port = spawn(EXPRESS_QUERY_COMMAND)
+    yield f"http://127.0.0.1:{port}"
     stop(proc)

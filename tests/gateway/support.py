@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from conftest import SDK_SERVER, free_port, wait_for_port
+from conftest import PEERS, SDK_SERVER, free_port, wait_for_port
 from raider_sync.gateway.cli import Serving
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
@@ -26,10 +26,22 @@ BOB = "bob-key-9876543210"
 UPSTREAM_TOKEN = "operator-upstream-token"
 GATE_TIMEOUT = 10.0
 SDK_HTTP_COMMAND = [sys.executable, SDK_SERVER, "streamable-http", "{port}"]
+EXPRESS_QUERY_COMMAND = ["node", os.path.join(PEERS, "express_query.mjs"), "{port}"]
 ACCEPT = "application/json, text/event-stream"
 VERSION = "2025-06-18"
 GZIP_BOMB_SIZE = 64 * 1024 * 1024  # once opened; gzip members of 1 MiB of zeros, one after another
 GZIP_BOMB = gzip.compress(bytes(1024 * 1024), compresslevel=9) * (GZIP_BOMB_SIZE // (1024 * 1024))
+
+
+def read_until_closed(sock: socket.socket, limit: int = 1 << 20) -> bytes:
+    """Everything the peer sends until it closes (bounded by the socket's timeout)."""
+    received = b""
+    while len(received) < limit:
+        data = sock.recv(65536)
+        if not data:
+            return received
+        received += data
+    return received
 
 
 def wait_until(predicate, timeout: float = 10.0) -> bool:
@@ -384,15 +396,16 @@ class _Relayed:
         self.answer.close()
 
 
-def relay_process(config_path: str, env: dict, *extra: str) -> tuple[subprocess.Popen, str]:
+def relay_process(config_path: str, env: dict, *extra: str,
+                  stderr=subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
     """``raider-sync gateway`` in a process of its own on a free port; waits until it listens
-    (bounded). Returns (process, base URL)."""
+    (bounded). ``stderr``: where its log goes (an open file). Returns (process, base URL)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "raider_sync", "gateway", "--config", config_path,
          "--listen", f"127.0.0.1:{port}", *extra],
         env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        stderr=stderr, start_new_session=True)
     try:
         wait_for_port(port, timeout=30, proc=proc)
     except BaseException:

@@ -7,7 +7,7 @@ import http.client
 import json
 import socket
 import threading
-from wsgiref.util import setup_testing_defaults
+from wsgiref.util import is_hop_by_hop, setup_testing_defaults
 
 import pytest
 import requests
@@ -16,7 +16,7 @@ from raider_sync.gateway import sessions
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
 
-from gateway.support import ALICE, BOB, GZIP_BOMB, wait_until
+from gateway.support import ALICE, BOB, GZIP_BOMB, read_until_closed, wait_until
 
 AUTH = {"Authorization": f"Bearer {ALICE}"}
 BOB_AUTH = {"Authorization": f"Bearer {BOB}"}
@@ -30,17 +30,6 @@ def both_keys(*servers):
     names = [s["name"] for s in servers]
     return [{"id": "alice", "env": "ALICE", "servers": names},
             {"id": "bob", "sha256": hashlib.sha256(BOB.encode()).hexdigest(), "servers": names}]
-
-
-def read_until_closed(sock: socket.socket, limit: int = 1 << 20) -> bytes:
-    """Everything the peer sends until it closes (bounded by the socket's timeout)."""
-    received = b""
-    while len(received) < limit:
-        data = sock.recv(65536)
-        if not data:
-            return received
-        received += data
-    return received
 
 
 # -- request smuggling ---------------------------------------------------------------------
@@ -62,20 +51,40 @@ def test_content_length_with_transfer_encoding_is_refused_and_the_connection_clo
     assert upstream.requests == []  # ... nor relayed, and neither was the first
 
 
-def test_the_app_itself_refuses_both_framings_and_asks_to_close():
-    # for WSGI servers that pass both headers on (waitress and gunicorn refuse them first)
+@pytest.mark.parametrize("protocol,length", [("HTTP/1.1", "5"), ("HTTP/1.0", "5"), ("HTTP/1.0", "")])
+def test_the_app_itself_refuses_ambiguous_framing_without_a_hop_by_hop_header(protocol, length):
+    # for WSGI servers that pass the headers on (gunicorn refuses them first, the gateway's
+    # waitress hands them over and closes); PEP 3333 forbids an app's Connection header, and
+    # waitress and wsgiref raise on one
     config = GatewayConfig.from_dict({"servers": [{"name": "x", "url": "http://127.0.0.1:9/mcp"}],
                                       "keys": [{"id": "alice", "env": "ALICE", "servers": ["x"]}]},
                                      env={"ALICE": ALICE})
     with Relay(config) as relay:
-        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp/x", "CONTENT_LENGTH": "5",
-                   "HTTP_TRANSFER_ENCODING": "chunked", "HTTP_AUTHORIZATION": f"Bearer {ALICE}"}
+        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp/x", "CONTENT_LENGTH": length,
+                   "SERVER_PROTOCOL": protocol, "HTTP_TRANSFER_ENCODING": "chunked",
+                   "HTTP_AUTHORIZATION": f"Bearer {ALICE}"}
         setup_testing_defaults(environ)
         seen = []
         body = b"".join(relay(environ, lambda status, headers, exc=None: seen.append((status, headers))))
     status, headers = seen[0]
-    assert status.startswith("400") and ("Connection", "close") in headers
+    assert status.startswith("400") and not any(is_hop_by_hop(name) for name, _ in headers)
     assert json.loads(body)["error"]["type"] == "bad_request"
+
+
+# -- fixed query parameters ----------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["tenant%5B%5D=b", "tenant[]=b", "tenant[0]=b", "tenant%5Bx%5D=b",
+                                   "TENANT[]=b", "tenant%255B%255D=b", "tenant.x=b"])
+def test_a_fixed_query_parameter_cannot_be_steered_past_a_real_express(make_gateway,
+                                                                       express_query, query):
+    # Express reads ?tenant=a&tenant%5B%5D=b as tenant == ["a", "b"]: the client would be in
+    # tenant b too
+    gw = make_gateway([{"name": "app", "url": f"{express_query}/mcp?tenant=a"}])
+    status, _, body = gw.raw("POST", f"/mcp/app?x=1&{query}", headers=AUTH, body=b"{}")
+    assert status == 400, body
+    assert json.loads(body)["error"]["type"] == "bad_path"
+    status, _, body = gw.raw("POST", "/mcp/app?x=1&tenants=b", headers=AUTH, body=b"{}")
+    assert status == 200 and json.loads(body)["query"] == {"tenant": "a", "x": "1", "tenants": "b"}
 
 
 # -- compression bombs ---------------------------------------------------------------------

@@ -218,6 +218,34 @@ def test_upstream_url_refuses_case_and_whitespace_variants_of_a_configured_param
     assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, query) is None
 
 
+@pytest.mark.parametrize("query", [
+    "tenant[]=evil", "tenant[0]=evil", "tenant[x]=evil", "tenant[x][y]=evil", "tenant[x=evil",
+    "tenant%5B%5D=evil", "Tenant%5B0%5D=evil", "tenant%EF%BC%BB%EF%BC%BD=evil",  # fullwidth [ ]
+    "tenant.x=evil", "tenant%2Ex=evil",             # qs with allowDots: an object named tenant
+    "tenant%255B%255D=evil", "tenant%25255B%25255D=evil", "%2574enant=evil",  # encoded again
+    "tenant%2B=evil", "tenant%252B=evil", "+tenant=evil",  # '+' is a space to a second decoder
+    "tenant%00x=evil",                              # a C server stops at the NUL
+    {"tenant[]": "evil"}, [("TENANT[0]", "evil")]])
+def test_upstream_url_refuses_bracket_dot_and_encoded_variants_of_a_configured_parameter(query):
+    # Express (qs) reads tenant=t&tenant[]=evil as ["t", "evil"], PHP as "evil"
+    assert protocol.upstream_url("https://up.example/mcp?tenant=t", None, query) is None
+
+
+@pytest.mark.parametrize("query", ["ten_ant=evil", "ten+ant=evil", "ten%20ant=evil", "ten.ant=evil",
+                                   "ten[ant=evil", " ten.ant=evil", "TEN.ANT=evil"])
+def test_upstream_url_refuses_what_php_reads_as_a_configured_parameter(query):
+    # PHP turns spaces, dots and an unclosed bracket in a name into underscores
+    assert protocol.upstream_url("https://up.example/mcp?ten_ant=t", None, query) is None
+    assert protocol.upstream_url("https://up.example/mcp?ten.ant=t", None, query) is None
+
+
+@pytest.mark.parametrize("query", ["tenants=x", "x[tenant]=1", "tenant_id=1", "ten ant=1", "a.b=1",
+                                   "%5B%5D=1", "=1", "x=tenant[]"])
+def test_upstream_url_relays_parameters_no_server_reads_as_a_configured_one(query):
+    url = protocol.upstream_url("https://up.example/mcp?tenant=t", None, query)
+    assert url is not None and url.startswith("https://up.example/mcp?tenant=t&")
+
+
 @pytest.mark.parametrize("call", [
     lambda: protocol.request_headers(5), lambda: protocol.request_headers([("a",)]),
     lambda: protocol.request_headers([("Accept", "x", "y"), 7, None]),

@@ -286,15 +286,17 @@ def test_a_request_body_over_the_limit_is_413_and_not_relayed(make_gateway, upst
     assert len(upstream.requests) == 1
 
 
-def test_a_body_over_the_limit_is_refused_before_the_server_buffers_it(make_gateway, upstream):
-    # The announced body never comes: the answer must not wait for it (nor spool it), even
-    # for a caller without a key.
+@pytest.mark.parametrize("key,status", [(b"", b"401"), (b"X-Api-Key: " + ALICE.encode() + b"\r\n", b"413")])
+def test_a_body_over_the_limit_is_refused_before_the_server_buffers_it(make_gateway, upstream,
+                                                                       key, status):
+    # The announced body never comes: the answer must not wait for it (nor spool it), with a
+    # key (413) or without one (401: the key is checked first, as under gunicorn).
     gw = make_gateway([fake(upstream)], max_request_bytes=1000)
     with socket.create_connection((gw.host, gw.port), timeout=5) as conn:
         conn.sendall(b"POST /mcp/fake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 100000000\r\n\r\n" + b"x" * 2000)
+                     + key + b"Content-Length: 100000000\r\n\r\n" + b"x" * 2000)
         head = conn.recv(4096)
-    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+    assert head.startswith(b"HTTP/1.1 " + status), head[:200]
     assert upstream.requests == []
 
 
