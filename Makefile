@@ -1,6 +1,6 @@
 # The index of habits: each target does one obvious thing.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PEERS  := tests/peers
 EXTRAS := test,bench,gateway,oauth,otel,lint,docs
