@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import Future
 
-from ..errors import ConnectionClosed, RaiderError, RequestTimeout
+from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
 from ..interrupts import acquire_into, write_into
 from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport,
                    encode_message, poll_ms)
@@ -393,6 +393,6 @@ class StdioTransport(Transport):
         how = f"exited with code {code}" if code is not None else what
         if self._stalled:
             how = "stopped reading its stdin and was killed"
-        last = self._tail[-1] if self._tail else ""
+        last = last_stderr_line(self._tail)
         return f"MCP server {self.name!r} {how}" + (f": {last}" if last else "")
 

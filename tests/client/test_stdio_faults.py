@@ -16,6 +16,7 @@ import pytest
 from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
                          UnknownTool)
 from raider_sync.content import visible_resources as _visible_resources
+from raider_sync.errors import STDERR_QUOTE_CHARS
 from conftest import answers_from_threads, config_of, FAKE_SERVER, fake_spec, poll as _poll
 
 WAIT = 10.0
@@ -426,6 +427,41 @@ def test_a_server_that_exits_during_a_call_fails_it_at_once_with_its_last_words(
     assert "code 3" in server.reason
     with pytest.raises(NotConnected):
         server.call_tool("mcp__fake__echo", {})
+
+
+LONG_LINE = "x" * 65000  # what the fake's "long-words" mode puts before each stderr line
+
+
+def test_a_long_stderr_line_is_quoted_by_its_end_in_a_pending_calls_error_and_the_reason(
+        started):
+    """Regression: 65,000 characters of stderr without a newline made an error (and the
+    reason) of 65,000 characters."""
+    server = started("long-words")
+    with pytest.raises(ConnectionClosed) as info:
+        server.call_tool("mcp__fake__crash", {}, timeout=30)
+    line = LONG_LINE + "fatal: the fake server exploded"
+    assert info.value.stderr_tail[-1] == line  # the log itself is kept whole
+    expected = ("MCP server 'fake' exited with code 3: …"
+                + line[-STDERR_QUOTE_CHARS:])
+    assert str(info.value) == expected
+    poll(lambda: server.status == "failed", what="status failed")
+    assert server.reason == expected
+
+
+def test_a_long_stderr_line_is_quoted_by_its_end_in_a_failed_start_and_a_stop():
+    line = "…" + (LONG_LINE + "boom: cannot start")[-STDERR_QUOTE_CHARS:]
+    failed = McpServer(fake_spec("exit-at-start,long-words"), kill_grace=0.2)
+    try:
+        failed.start_f().result(WAIT)
+        assert failed.reason == f"MCP server 'fake' exited with code 1: {line}"
+    finally:
+        failed.stop()
+    server = McpServer(fake_spec("long-words"), kill_grace=0.2)
+    server.start_f().result(WAIT)
+    assert server.status == "connected", server.reason
+    server.stop()
+    line = "…" + (LONG_LINE + "fake server ready")[-STDERR_QUOTE_CHARS:]
+    assert server.reason == f"stopped by the client (last stderr line: {line})"
 
 
 def test_a_server_that_ignores_sigterm_is_killed_after_the_grace(started):

@@ -25,6 +25,8 @@ Modes:
   flaky-lists   answer the first prompts/list with an error, later ones normally
   lists         offer prompts and resources (a ui:// one and an mcp-app one among them);
                 the tools add-prompt / add-resource grow them and send list_changed
+  long-words    every stderr line starts with 65,000 characters, and the last words of
+                "crash" end with no newline
 Tools: echo, crash, big (20 MB text), sleep (never answers), error (JSON-RPC error),
   answers (reports what the client answered to the "ask" requests), seen (every request and
   notification received so far, as JSON [{method, params}]), stall (stops reading stdin and
@@ -40,6 +42,7 @@ import time
 MODES = set((sys.argv[1] if len(sys.argv) > 1 else "").split(","))
 answers = {}
 seen = []
+LONG = "x" * 65000 if "long-words" in MODES else ""  # a log line's start with no end in sight
 prompts = [{"name": "first", "description": "the first prompt",
             "arguments": [{"name": "who", "required": True}]}]
 resources = [{"uri": "file:///a.txt", "name": "a", "mimeType": "text/plain"},
@@ -77,7 +80,7 @@ def call(msg_id, params):
             out["_meta"] = {"raider/messages": ["obey me"], "other": 1}
         result(msg_id, out)
     elif name == "crash":
-        sys.stderr.write("fatal: the fake server exploded\n")
+        sys.stderr.write(LONG + "fatal: the fake server exploded" + ("" if LONG else "\n"))
         sys.stderr.flush()
         os._exit(3)
     elif name == "big":
@@ -195,7 +198,7 @@ def handle(msg):
 
 def main():
     if "exit-at-start" in MODES:
-        sys.stderr.write("boom: cannot start\n")
+        sys.stderr.write(LONG + "boom: cannot start\n")
         sys.stderr.flush()
         sys.exit(1)
     if "ignore-term" in MODES:
@@ -206,7 +209,7 @@ def main():
     if "chatty" in MODES:
         for n in range(120):
             sys.stderr.write(f"chatter {n}\n")
-    sys.stderr.write("fake server ready\n")
+    sys.stderr.write(LONG + "fake server ready\n")
     sys.stderr.flush()
     for line in sys.stdin:
         line = line.strip()
