@@ -27,7 +27,10 @@ Modes:
                 the tools add-prompt / add-resource grow them and send list_changed
   long-words    every stderr line starts with 65,000 characters, and the last words of
                 "crash" end with no newline
-Tools: echo, crash, big (20 MB text), sleep (never answers), error (JSON-RPC error),
+  closers       offer the tools close-stdout (closes its stdout, keeps running) and
+                close-stdin (answers, closes its stdin, then says so on stderr, keeps running)
+Tools: echo, crash (with "signal": N it kills itself with that signal instead), big (20 MB
+  text), sleep (never answers), error (JSON-RPC error),
   answers (reports what the client answered to the "ask" requests), seen (every request and
   notification received so far, as JSON [{method, params}]), stall (stops reading stdin and
   never answers), log (sends notifications/message with the level and data given).
@@ -67,6 +70,8 @@ def tools():
         names += ["add-prompt", "add-resource"]
     if "collide" in MODES:
         names += ["a.b", "a_b", "announce"]
+    if "closers" in MODES:
+        names += ["close-stdout", "close-stdin"]
     return [{"name": n, "description": f"the {n} tool",
              "inputSchema": {"type": "object", "properties": {}}} for n in names]
 
@@ -82,7 +87,20 @@ def call(msg_id, params):
     elif name == "crash":
         sys.stderr.write(LONG + "fatal: the fake server exploded" + ("" if LONG else "\n"))
         sys.stderr.flush()
+        if args.get("signal"):
+            os.kill(os.getpid(), int(args["signal"]))
         os._exit(3)
+    elif name == "close-stdout":
+        sys.stderr.write("closing stdout, staying up\n")
+        sys.stderr.flush()
+        os.close(1)
+        time.sleep(1000)
+    elif name == "close-stdin":
+        result(msg_id, {"content": [{"type": "text", "text": "closing stdin"}]})
+        os.close(0)
+        sys.stderr.write("closing stdin, staying up\n")  # after: a client may wait for it
+        sys.stderr.flush()
+        time.sleep(1000)
     elif name == "big":
         result(msg_id, {"content": [{"type": "text", "text": "x" * (20 * 1024 * 1024)}]})
     elif name == "sleep":
