@@ -30,6 +30,9 @@ from .server import McpServer
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TOOL_FORMATS = ("openai", "openai-responses", "anthropic")
 START_TIMEOUT_S = 60.0
+#: the most characters of a reason a row of the ``servers`` table shows (``--json`` shows it
+#: whole; a quoted stderr line in it is bounded already, see errors.STDERR_QUOTE_CHARS)
+REASON_CELL_CHARS = 120
 
 
 def default_config() -> McpConfig:
@@ -193,6 +196,16 @@ def _table(rows: list[list[str]]) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
+def _cell(text: str, limit: int) -> str:
+    """``text`` on one line of at most ``limit`` characters: when cut, its start (what
+    happened) and its end (the server's last words), with "…" between them."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return f"{text[:head]}…{text[len(text) - (limit - head - 1):]}"
+
+
 def _guard(run):
     """Turn raider_sync's errors into a message on stderr and an exit code."""
     def guarded(args) -> int:
@@ -249,7 +262,8 @@ def run_servers(args) -> int:
         _print_json(rows)
     else:
         _table([["NAME", "TRANSPORT", "STATUS", "TOOLS", "REASON"]] +
-               [[r["name"], r["transport"], r["status"], str(r["tools"]), r["reason"]] for r in rows])
+               [[r["name"], r["transport"], r["status"], str(r["tools"]),
+                 _cell(r["reason"], REASON_CELL_CHARS)] for r in rows])
     return EXIT_OK if all(r["status"] == "connected" for r in rows) else EXIT_FAILED
 
 

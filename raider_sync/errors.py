@@ -85,6 +85,21 @@ class ConnectionClosed(RaiderError):
         self.stderr_tail = list(stderr_tail or [])
 
 
+#: the most characters of a server's stderr line that a message (an error, a ``reason``)
+#: quotes; a longer line is quoted by its end, after "…"
+STDERR_QUOTE_CHARS = 500
+
+
+def last_stderr_line(stderr_tail: list[str]) -> str:
+    """The last line of ``stderr_tail`` as every message quotes it: its last
+    :data:`STDERR_QUOTE_CHARS` characters, marked "…" when cut (a log line may be 64 KiB);
+    "" when there is none. The end is kept: that is where a crash says what went wrong."""
+    if not stderr_tail:
+        return ""
+    line = stderr_tail[-1]
+    return line if len(line) <= STDERR_QUOTE_CHARS else "…" + line[-STDERR_QUOTE_CHARS:]
+
+
 class TransportError(RaiderError):
     """An HTTP exchange that did not carry MCP: a status code and a short body excerpt."""
 

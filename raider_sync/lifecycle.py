@@ -18,7 +18,8 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from .config import RestartPolicy
-from .errors import ConnectionClosed, ConsentRequired, McpError, NotConnected, TransportError
+from .errors import (ConnectionClosed, ConsentRequired, McpError, NotConnected, TransportError,
+                     last_stderr_line)
 from .futures import Deadline, Deadlines, resolved, run_in_thread, settle
 from .jsonrpc import Session
 from .transports.http_common import DeadlinePassed
@@ -255,11 +256,11 @@ class Lifecycle:
             self._notify_status()
         self._close_connection(ConnectionClosed(f"MCP server {self.name!r} was stopped"),
                                grace=grace)
-        tail = self.stderr_tail
-        if not already and plain and tail:
+        last = last_stderr_line(self.stderr_tail)
+        if not already and plain and last:
             with self._lock:
                 if self._status == "stopped":
-                    self._reason = f"stopped by the client (last stderr line: {tail[-1]})"
+                    self._reason = f"stopped by the client (last stderr line: {last})"
         if start_thread is not None and start_thread is not threading.current_thread():
             start_thread.join(self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5)
         with self._lock:

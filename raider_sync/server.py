@@ -25,7 +25,7 @@ from .calls import seconds, tool_arguments, unknown_tool_message
 from .config import RestartPolicy, ServerSpec, tool_name
 from .content import default_max_output_tokens, limit_content, strip_private_meta
 from .errors import (ConfigError, McpError, RaiderError, RequestTimeout, ToolTimeout,
-                     TransportError, UnknownTool, UnsupportedProtocol)
+                     TransportError, UnknownTool, UnsupportedProtocol, last_stderr_line)
 from .futures import Deadline, Deadlines, failed, resolved, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
 from .lifecycle import UP, Lifecycle, Restarts, live, restart_policy, when_started
@@ -275,9 +275,9 @@ class McpServer(Lifecycle, Listings, ServerSurface):
             message = f"the server answered with an error: {exc}"
         else:
             message = str(exc)
-        tail = self.stderr_tail
-        if tail and tail[-1] not in message:
-            message = f"{message} (last stderr line: {tail[-1]})"
+        last = last_stderr_line(self.stderr_tail)
+        if last and last not in message:
+            message = f"{message} (last stderr line: {last})"
         hint = self._transport.diagnosis if self._transport is not None else None
         if hint:
             message = f"{message}: {hint}"

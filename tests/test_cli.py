@@ -5,6 +5,10 @@ import sys
 
 import pytest
 
+from conftest import FAKE_SERVER
+from raider_sync.client_cli import REASON_CELL_CHARS
+from raider_sync.errors import STDERR_QUOTE_CHARS
+
 RUN_TIMEOUT = 60
 
 
@@ -57,6 +61,28 @@ def test_config_file_and_failing_server(tmp_path):
     rows = {row["name"]: row for row in json.loads(done.stdout)}
     assert rows["demo"]["status"] == "connected"
     assert rows["broken"]["status"] == "failed" and "not found" in rows["broken"]["reason"]
+
+
+def test_servers_bounds_a_reason_that_quotes_a_long_stderr_line(tmp_path):
+    """Regression: a server that wrote 65,000 characters of stderr without a newline had
+    them all in its reason, and the table printed them in one row."""
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"loud": {
+        "command": sys.executable, "args": [FAKE_SERVER, "exit-at-start,long-words"]}}}))
+    line = "x" * 65000 + "boom: cannot start"  # what the fake wrote, then it exited
+    done = cli("servers", "--config", str(config), "--json")
+    assert done.returncode == 1, done.stderr
+    [row] = json.loads(done.stdout)
+    assert row["reason"] == ("MCP server 'loud' exited with code 1: …"
+                             + line[-STDERR_QUOTE_CHARS:])
+    done = cli("servers", "--config", str(config))
+    assert done.returncode == 1, done.stderr
+    header, table_row = done.stdout.splitlines()
+    reason = table_row[header.index("REASON"):]
+    assert len(reason) == REASON_CELL_CHARS
+    assert reason.startswith("MCP server 'loud' exited with code 1: …")
+    assert reason.endswith("x" * 20 + "boom: cannot start")  # the end of the last words
+    assert reason.count("…") == 2  # the quote's cut, and the table's
 
 
 def test_bad_config_names_the_field(tmp_path):

@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import Future
 
-from ..errors import ConnectionClosed, RaiderError, RequestTimeout
+from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
 from ..interrupts import acquire_into, write_into
 from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport,
                    encode_message, poll_ms)
@@ -30,6 +30,10 @@ _STDERR_LINE_BYTES = 64 * 1024
 _CHUNK = 64 * 1024  # of stderr
 _STDERR_DRAIN_SECONDS = 2.0  # only reached when a leftover child keeps stderr open
 _EXIT_CODE_WAIT_SECONDS = 0.2
+# A process that exits closes its pipes together, and can be reaped a moment later; one still
+# running this long after its stdout ended (or a write found its stdin closed) closed that
+# pipe on purpose and stays up: it is not waited for.
+_EXITING_SECONDS = 0.1
 
 
 def wait_exit(proc: subprocess.Popen, seconds: float) -> bool:
@@ -169,16 +173,21 @@ class StdioTransport(Transport):
         finally:
             if held:
                 self._write_lock.release()
-        self._await_last_words()
-        raise ConnectionClosed(self._gone_message("its stdin is closed"),
+        exited = self._await_last_words(proc)
+        raise ConnectionClosed(self._gone_message(proc, "closed its stdin", exited),
                                self.stderr_tail) from broken
 
-    def _await_last_words(self) -> None:
-        """Wait (a bounded moment) for the reader to finish a gone server's stderr, so that
-        an error found by a write names the same last line as one found by the reader."""
+    def _await_last_words(self, proc: subprocess.Popen) -> bool:
+        """Whether the server has exited (waits :data:`_EXITING_SECONDS` at most); if it has,
+        wait (a bounded moment) for the reader to finish its stderr, so that an error found by
+        a write names the same last line as one found by the reader. A server that closed its
+        stdin and runs on is not waited for: its reader does not finish."""
+        if not wait_exit(proc, _EXITING_SECONDS):
+            return False
         reader = self._reader
         if reader is not None and reader is not threading.current_thread() and not self._closing:
-            reader.join(_STDERR_DRAIN_SECONDS + _EXIT_CODE_WAIT_SECONDS)
+            reader.join(_STDERR_DRAIN_SECONDS + _EXITING_SECONDS + _EXIT_CODE_WAIT_SECONDS)
+        return True
 
     def _write_all(self, proc: subprocess.Popen, data: bytes, deadline: float | None) -> None:
         """Write ``data`` to the non-blocking stdin, waiting for room until ``deadline``. An
@@ -218,8 +227,7 @@ class StdioTransport(Transport):
                                  "killing it", self.name)
                 self._stalled = True
                 self._signal_group(proc, signal.SIGKILL)
-                raise ConnectionClosed(f"MCP server {self.name!r} stopped reading its stdin "
-                                       f"and was killed", self.stderr_tail)
+                raise ConnectionClosed(self._gone_message(proc, "", False), self.stderr_tail)
             # a pipe whose reader has gone selects writable, and the write then fails
             select.select([], [fd], [], left)
 
@@ -304,9 +312,11 @@ class StdioTransport(Transport):
         """Read stderr, and stdout whenever no caller does, until stdout ends; then stderr
         until it ends too (or for a moment, should a leftover child hold it open), so that
         the error of a server that went away carries its last words; then tell ``closed``
-        (unless we are stopping)."""
+        (unless we are stopping). A server still running :data:`_EXITING_SECONDS` after its
+        stdout ended is not waited for: it is told at once, and the owner ends the process."""
         out = self._stdout
-        err = self._proc.stderr  # type: ignore[union-attr]
+        proc = self._proc
+        err = proc.stderr  # type: ignore[union-attr]
         log_lines = LineSplitter(_STDERR_LINE_BYTES, pieces=True)
         os.set_blocking(err.fileno(), False)
         poller = select.poll()
@@ -316,13 +326,16 @@ class StdioTransport(Transport):
         polled = False  # stdout is among the polled
         told = False  # closed() was told already
         drain_until: float | None = None  # set when stdout has ended
+        look_at: float | None = None  # then when to look whether the process still runs
+        exited = True  # ... and what was seen
         try:
             while True:
                 reading = False
                 if drain_until is None:
                     reading = out.reader_turn()
                     if out.ended:
-                        drain_until = time.monotonic() + _STDERR_DRAIN_SECONDS
+                        now = time.monotonic()
+                        look_at, drain_until = now + _EXITING_SECONDS, now + _STDERR_DRAIN_SECONDS
                         if out.error is not None and not self._closing:
                             closed(out.error)  # at once: the limit is what it says
                             told = True
@@ -333,10 +346,15 @@ class StdioTransport(Transport):
                 if drain_until is None:
                     wait = None if reading else poll_ms(out.reader_wait())
                 else:
-                    left = drain_until - time.monotonic()
-                    if not err_open or left <= 0:
+                    now = time.monotonic()
+                    if not err_open or now >= drain_until:
                         break
-                    wait = poll_ms(left)
+                    if look_at is not None and now >= look_at:
+                        look_at = None
+                        if proc.poll() is None:  # its stderr may never end: fail first
+                            exited = False
+                            break
+                    wait = poll_ms((drain_until if look_at is None else look_at) - now)
                 for fd, _ in poller.poll(wait):
                     if fd == out.wake_fd:
                         out.drain_wake()
@@ -360,7 +378,8 @@ class StdioTransport(Transport):
             out.reader_release()
         if self._closing or told:
             return
-        closed(ConnectionClosed(self._gone_message("it closed its stdout"), self.stderr_tail))
+        closed(ConnectionClosed(self._gone_message(proc, "closed its stdout", exited),
+                                self.stderr_tail))
 
     def _keep_log(self, lines: list) -> None:
         for line in lines:
@@ -384,15 +403,25 @@ class StdioTransport(Transport):
                 f"write only JSON-RPC messages there, its logs to stderr), first: "
                 f"{stdout.first_noise!r}")
 
-    def _gone_message(self, what: str) -> str:
-        proc = self._proc
-        code = None
-        if proc is not None:
-            if wait_exit(proc, _EXIT_CODE_WAIT_SECONDS):
-                code = proc.returncode
-        how = f"exited with code {code}" if code is not None else what
+    def _gone_message(self, proc: subprocess.Popen, what: str, exited: bool) -> str:
+        """The message of the error that ends the connection, with the last stderr line: how
+        the server went (its exit code, when it has ``exited``: waits a moment to reap it),
+        else ``what`` it did ("closed its stdout") while still running."""
         if self._stalled:
             how = "stopped reading its stdin and was killed"
-        last = self._tail[-1] if self._tail else ""
+        elif exited and wait_exit(proc, _EXIT_CODE_WAIT_SECONDS):
+            how = _exit_status(proc.returncode)
+        else:
+            how = f"{what} while still running"
+        last = last_stderr_line(self._tail)
         return f"MCP server {self.name!r} {how}" + (f": {last}" if last else "")
 
+
+def _exit_status(code: int) -> str:
+    """How a process ended, in words: "exited with code 3", "was killed by SIGKILL"."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"was killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"was killed by signal {-code}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -16,6 +17,7 @@ import pytest
 from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
                          UnknownTool)
 from raider_sync.content import visible_resources as _visible_resources
+from raider_sync.errors import STDERR_QUOTE_CHARS
 from conftest import answers_from_threads, config_of, FAKE_SERVER, fake_spec, poll as _poll
 
 WAIT = 10.0
@@ -419,13 +421,93 @@ def test_a_server_that_exits_during_a_call_fails_it_at_once_with_its_last_words(
     with pytest.raises(ConnectionClosed) as info:
         server.call_tool("mcp__fake__crash", {}, timeout=30)
     assert time.monotonic() - started_at < 1.0
-    assert "fatal: the fake server exploded" in str(info.value)
+    assert str(info.value) == "MCP server 'fake' exited with code 3: fatal: the fake server exploded"
     assert info.value.stderr_tail[-1] == "fatal: the fake server exploded"
     poll(lambda: server.status == "failed", what="status failed")
-    assert "fatal: the fake server exploded" in server.reason
-    assert "code 3" in server.reason
+    assert server.reason == str(info.value)
     with pytest.raises(NotConnected):
         server.call_tool("mcp__fake__echo", {})
+
+
+def test_a_server_killed_by_a_signal_is_said_to_be_killed_by_it(started):
+    server = started()
+    with pytest.raises(ConnectionClosed) as info:
+        server.call_tool("mcp__fake__crash", {"signal": int(signal.SIGKILL)}, timeout=30)
+    expected = "MCP server 'fake' was killed by SIGKILL: fatal: the fake server exploded"
+    assert str(info.value) == expected
+    poll(lambda: server.status == "failed", what="status failed")
+    assert server.reason == expected
+
+
+def test_a_server_that_closes_stdout_and_keeps_running_fails_at_once_and_is_ended(started):
+    """Regression: the reader waited for the stderr of a server still running to end (2 s),
+    then for its exit (0.2 s), before it said anything; and the sentence did not read."""
+    server = started("closers,grandchild")
+    sleeper = poll(lambda: [p for p in psutil.Process(server.pid).children()
+                            if p.name() == "sleep"], what="the grandchild")[0]
+    pid = server.pid
+    started_at = time.monotonic()
+    with pytest.raises(ConnectionClosed) as info:
+        server.call_tool("mcp__fake__close-stdout", {}, timeout=30)
+    assert time.monotonic() - started_at < 1.0
+    expected = ("MCP server 'fake' closed its stdout while still running: "
+                "closing stdout, staying up")
+    assert str(info.value) == expected
+    assert server.status == "failed" and server.reason == expected
+    # failed first, then the process group is ended, grandchild and all
+    assert poll(lambda: gone(pid) and gone(sleeper.pid), what="the process group ended")
+
+
+def test_a_server_that_closes_stdin_and_keeps_running_fails_the_next_call_at_once(started):
+    """Regression: a write that found stdin closed waited for the reader to end (2.2 s),
+    which it does not while the server runs on, and the sentence did not read."""
+    server = started("closers")
+    assert text_of(server.call_tool("mcp__fake__close-stdin", {})) == "closing stdin"
+    poll(lambda: server.stderr_tail[-1:] == ["closing stdin, staying up"],
+         what="stdin closed")  # the fake says so once it is
+    started_at = time.monotonic()
+    with pytest.raises(ConnectionClosed) as info:
+        server.call_tool("mcp__fake__echo", {"message": "anyone?"}, timeout=30)
+    assert time.monotonic() - started_at < 1.0
+    expected = ("MCP server 'fake' closed its stdin while still running: "
+                "closing stdin, staying up")
+    assert str(info.value) == expected
+    assert server.status == "failed" and server.reason == expected
+
+
+LONG_LINE = "x" * 65000  # what the fake's "long-words" mode puts before each stderr line
+
+
+def test_a_long_stderr_line_is_quoted_by_its_end_in_a_pending_calls_error_and_the_reason(
+        started):
+    """Regression: 65,000 characters of stderr without a newline made an error (and the
+    reason) of 65,000 characters."""
+    server = started("long-words")
+    with pytest.raises(ConnectionClosed) as info:
+        server.call_tool("mcp__fake__crash", {}, timeout=30)
+    line = LONG_LINE + "fatal: the fake server exploded"
+    assert info.value.stderr_tail[-1] == line  # the log itself is kept whole
+    expected = ("MCP server 'fake' exited with code 3: …"
+                + line[-STDERR_QUOTE_CHARS:])
+    assert str(info.value) == expected
+    poll(lambda: server.status == "failed", what="status failed")
+    assert server.reason == expected
+
+
+def test_a_long_stderr_line_is_quoted_by_its_end_in_a_failed_start_and_a_stop():
+    line = "…" + (LONG_LINE + "boom: cannot start")[-STDERR_QUOTE_CHARS:]
+    failed = McpServer(fake_spec("exit-at-start,long-words"), kill_grace=0.2)
+    try:
+        failed.start_f().result(WAIT)
+        assert failed.reason == f"MCP server 'fake' exited with code 1: {line}"
+    finally:
+        failed.stop()
+    server = McpServer(fake_spec("long-words"), kill_grace=0.2)
+    server.start_f().result(WAIT)
+    assert server.status == "connected", server.reason
+    server.stop()
+    line = "…" + (LONG_LINE + "fake server ready")[-STDERR_QUOTE_CHARS:]
+    assert server.reason == f"stopped by the client (last stderr line: {line})"
 
 
 def test_a_server_that_ignores_sigterm_is_killed_after_the_grace(started):
@@ -541,7 +623,9 @@ def test_a_server_that_stops_reading_stdin_cannot_hang_calls_or_stop(started):
     # killed (the call's own deadline and the kill come together: either error may win)
     assert isinstance(outcome["big"], (ToolTimeout, ConnectionClosed))
     poll(lambda: server.status == "failed", what="status failed")
-    assert "stopped reading its stdin" in server.reason
+    # the same sentence whichever saw it first, the writer or the reader
+    assert server.reason == ("MCP server 'fake' stopped reading its stdin and was killed: "
+                             "fake server ready")
     started_at = time.monotonic()
     server.stop()
     assert time.monotonic() - started_at < 2

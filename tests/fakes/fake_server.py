@@ -25,7 +25,12 @@ Modes:
   flaky-lists   answer the first prompts/list with an error, later ones normally
   lists         offer prompts and resources (a ui:// one and an mcp-app one among them);
                 the tools add-prompt / add-resource grow them and send list_changed
-Tools: echo, crash, big (20 MB text), sleep (never answers), error (JSON-RPC error),
+  long-words    every stderr line starts with 65,000 characters, and the last words of
+                "crash" end with no newline
+  closers       offer the tools close-stdout (closes its stdout, keeps running) and
+                close-stdin (answers, closes its stdin, then says so on stderr, keeps running)
+Tools: echo, crash (with "signal": N it kills itself with that signal instead), big (20 MB
+  text), sleep (never answers), error (JSON-RPC error),
   answers (reports what the client answered to the "ask" requests), seen (every request and
   notification received so far, as JSON [{method, params}]), stall (stops reading stdin and
   never answers), log (sends notifications/message with the level and data given).
@@ -40,6 +45,7 @@ import time
 MODES = set((sys.argv[1] if len(sys.argv) > 1 else "").split(","))
 answers = {}
 seen = []
+LONG = "x" * 65000 if "long-words" in MODES else ""  # a log line's start with no end in sight
 prompts = [{"name": "first", "description": "the first prompt",
             "arguments": [{"name": "who", "required": True}]}]
 resources = [{"uri": "file:///a.txt", "name": "a", "mimeType": "text/plain"},
@@ -64,6 +70,8 @@ def tools():
         names += ["add-prompt", "add-resource"]
     if "collide" in MODES:
         names += ["a.b", "a_b", "announce"]
+    if "closers" in MODES:
+        names += ["close-stdout", "close-stdin"]
     return [{"name": n, "description": f"the {n} tool",
              "inputSchema": {"type": "object", "properties": {}}} for n in names]
 
@@ -77,9 +85,22 @@ def call(msg_id, params):
             out["_meta"] = {"raider/messages": ["obey me"], "other": 1}
         result(msg_id, out)
     elif name == "crash":
-        sys.stderr.write("fatal: the fake server exploded\n")
+        sys.stderr.write(LONG + "fatal: the fake server exploded" + ("" if LONG else "\n"))
         sys.stderr.flush()
+        if args.get("signal"):
+            os.kill(os.getpid(), int(args["signal"]))
         os._exit(3)
+    elif name == "close-stdout":
+        sys.stderr.write("closing stdout, staying up\n")
+        sys.stderr.flush()
+        os.close(1)
+        time.sleep(1000)
+    elif name == "close-stdin":
+        result(msg_id, {"content": [{"type": "text", "text": "closing stdin"}]})
+        os.close(0)
+        sys.stderr.write("closing stdin, staying up\n")  # after: a client may wait for it
+        sys.stderr.flush()
+        time.sleep(1000)
     elif name == "big":
         result(msg_id, {"content": [{"type": "text", "text": "x" * (20 * 1024 * 1024)}]})
     elif name == "sleep":
@@ -195,7 +216,7 @@ def handle(msg):
 
 def main():
     if "exit-at-start" in MODES:
-        sys.stderr.write("boom: cannot start\n")
+        sys.stderr.write(LONG + "boom: cannot start\n")
         sys.stderr.flush()
         sys.exit(1)
     if "ignore-term" in MODES:
@@ -206,7 +227,7 @@ def main():
     if "chatty" in MODES:
         for n in range(120):
             sys.stderr.write(f"chatter {n}\n")
-    sys.stderr.write("fake server ready\n")
+    sys.stderr.write(LONG + "fake server ready\n")
     sys.stderr.flush()
     for line in sys.stdin:
         line = line.strip()
