@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional
 from .errors import ConnectionClosed, McpError, RaiderError, RequestTimeout
 from . import timer
 from .futures import wait_bounded
-from .transports.base import RequestFailed
+from .transports.base import RequestFailed, StreamHealth
 from .workers import Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
@@ -101,7 +101,8 @@ class Session:
     :class:`McpError` or :class:`MethodNotFound`); ``handle_notification(method, params)`` takes
     its notifications; ``on_close(error)`` is told when the transport ends, and
     ``on_settle(error)`` of every request's outcome (None for an answer), each before any
-    waiting caller wakes, so what they record is seen by the caller who got the error.
+    waiting caller wakes, so what they record is seen by the caller who got the error, and
+    of what the transport tells of its server's reach (a :class:`StreamHealth`).
     ``observe(method, params, request_id)``, when set, is called for each request before it
     is sent (it may add to ``params``) and returns a callback for the request's future.
     """
@@ -289,6 +290,9 @@ class Session:
             return
         if isinstance(message, RequestFailed):  # the transport could not complete one request
             self._settle_in_order(message.request_id, {"error": message.error})
+            return
+        if isinstance(message, StreamHealth):  # no request's outcome: the server's reach
+            self._tell_settled(message.error)
             return
         if not isinstance(message, dict):
             log.warning("%s: ignored a message that is not an object", self.name)

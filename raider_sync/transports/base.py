@@ -19,6 +19,16 @@ class RequestFailed(NamedTuple):
     error: BaseException
 
 
+class StreamHealth(NamedTuple):
+    """Delivered (instead of a message) when a transport's stream for the server's own
+    messages (the HTTP GET stream) could not be opened again (``error``), or opened again
+    after that (None). No request waits on that stream: this is how the owner hears at once
+    that the server is out of reach, or back. The session hands it on as it does a request's
+    outcome."""
+
+    error: BaseException | None
+
+
 def encode_message(message: Any) -> bytes:
     """One message as compact UTF-8 JSON. Raises ValueError (NaN, infinities) or TypeError
     (objects) for what JSON cannot carry, before anything is sent; a lone surrogate, which

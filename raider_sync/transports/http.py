@@ -14,7 +14,10 @@ Threads, named after the server:
 - ``raider-<name>-listen``: the GET stream for server-initiated messages, opened by
   :meth:`negotiated` right after initialize (before ``notifications/initialized``, so nothing
   the server announces then is lost); 405 means the server has none; a dropped stream is reopened
-  with ``Last-Event-ID``.
+  with ``Last-Event-ID``. A reopening that fails is delivered as a
+  :class:`~raider_sync.transports.base.StreamHealth` carrying its TransportError (the owner
+  learns the server is out of reach without waiting for a call), and the next stream that
+  opens as a StreamHealth of None.
 
 Sessions: the ``Mcp-Session-Id`` of the first answer that carries one is sent on every later
 request, ``MCP-Protocol-Version`` once :meth:`negotiated` is told the revision. A request refused
@@ -43,8 +46,9 @@ from typing import Any, Callable, Mapping
 import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, Transport, answers,
-                   decode_message, deliver_json, encode_message)
+from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, StreamHealth,
+                   Transport, answers, decode_message, deliver_json, deliver_parsed,
+                   encode_message)
 from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, _socket_of,
                           excerpt, media_type)
 from .sse_events import SseParser
@@ -374,8 +378,15 @@ class StreamableHttpTransport(Transport):
             _shut_answer(response)
 
     def _resume(self, last_event_id: str, deadline: float | None) -> requests.Response:
-        response = self.channel.request("GET", self.url, extra_headers=self._headers(
-            self.session_id, last_event_id=last_event_id), deadline=deadline)
+        try:
+            response = self.channel.request("GET", self.url, extra_headers=self._headers(
+                self.session_id, last_event_id=last_event_id), deadline=deadline)
+        except DeadlinePassed:
+            raise
+        except TransportError as exc:  # the request was sent: not "cannot connect" alone
+            raise TransportError(f"MCP server {self.name!r}: the answer's event stream broke "
+                                 f"off and could not be resumed: {exc}", exc.status_code,
+                                 exc.body) from exc
         if response.status_code >= 400:
             raise self.channel.failure(response, f"MCP server {self.name!r} (resuming a stream)")
         if media_type(response) != SSE_TYPE:
@@ -504,6 +515,9 @@ class StreamableHttpTransport(Transport):
                 (log.warning if failures == 1 else log.debug)(
                     "%s: the GET stream failed: %s", self.name, exc)
                 self._listening.set()
+                deliver_parsed(StreamHealth(TransportError(
+                    f"MCP server {self.name!r}: the GET stream could not be opened: "
+                    f"{exc}", exc.status_code, exc.body)), self._deliver, log, self.name)
                 delay = min(MAX_RECONNECT_DELAY, RECONNECT_DELAY * 2 ** (failures - 1))
                 if retry is not None:
                     delay = max(delay, retry / 1000)
@@ -512,6 +526,8 @@ class StreamableHttpTransport(Transport):
                 continue
             finally:
                 self._listening.set()
+            if failures:
+                deliver_parsed(StreamHealth(None), self._deliver, log, self.name)
             failures = 0
             parser = self.channel.parser(last_id)
             # a server that says Connection: close leaves the socket to the response alone,

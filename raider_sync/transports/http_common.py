@@ -7,7 +7,13 @@
   once when the server answers 401/403); deadline-bounded reads.
 - :meth:`HttpChannel.failure` and :func:`unreachable`: the one place where HTTP statuses and
   ``requests``/``urllib3``/socket errors become raider_sync errors (:class:`TransportError` with
-  the status code and a short excerpt of the body).
+  the status code and a short excerpt of the body; :class:`LostInFlight` for a connection lost
+  once the request was written).
+- Nothing that may have reached the server is sent twice: urllib3 retries nothing, and only a
+  GET or a DELETE (idempotent) is sent once more when its kept-alive connection turns out
+  closed. A POST never is: a connection the server closed while idle is found closed by urllib3
+  before anything is written on it, and one that breaks once the request went out cannot be
+  told from a server that died while doing what it asked.
 
 Nothing here knows JSON-RPC: these move bytes and events.
 """
@@ -21,7 +27,7 @@ import ssl
 import subprocess
 import threading
 import time
-from http.client import HTTPException
+from http.client import HTTPException, RemoteDisconnected
 from typing import Iterator, Mapping
 
 import requests
@@ -30,6 +36,7 @@ from requests.adapters import HTTPAdapter
 from requests.utils import check_header_validity
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.util.retry import Retry
 from urllib3.util.wait import wait_for_read
 
 from ..errors import TransportError
@@ -52,17 +59,30 @@ _LAST_CHUNK = b"0\r\n\r\n"  # the last chunk of a chunked body, without trailers
 #: kept-alive connections per server: one per concurrent caller up to this many (a caller
 #: beyond it opens a connection that is closed after its exchange)
 _POOL_SIZE = 128
+#: methods a server may be asked twice for the effect of once (RFC 9110, 9.2.2): the only
+#: ones sent again after a kept-alive connection broke under them
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
 
 
 def unreachable(exc: BaseException, url: str) -> TransportError:
-    """A ``requests``/``urllib3``/socket error of an exchange with ``url``, as a TransportError."""
+    """A ``requests``/``urllib3``/socket error of an exchange with ``url``, as a TransportError
+    (a LostInFlight when the connection was lost once the request was written)."""
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         what = "connecting timed out"
     elif isinstance(exc, requests.exceptions.ReadTimeout):
         what = "no answer in time"
+    elif _lost_in_flight(exc):
+        cause = exc.args[0]
+        inner = cause.args[-1] if cause.args and isinstance(cause.args[-1], BaseException) \
+            else cause
+        how = ("closed" if isinstance(inner, RemoteDisconnected)  # a ConnectionResetError too
+               else "reset" if isinstance(inner, ConnectionResetError) else "lost")
+        return LostInFlight(f"{url}: the connection was {how} during the request; the server "
+                            f"may have received it, so its outcome is unknown "
+                            f"({_short(str(inner) or type(inner).__name__)})")
     elif isinstance(exc, requests.exceptions.ConnectionError):
         reason = exc.args[0] if exc.args else exc
         reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the cause
@@ -73,10 +93,11 @@ def unreachable(exc: BaseException, url: str) -> TransportError:
     return TransportError(f"{url}: {what}")
 
 
-def _stale_connection(exc: BaseException) -> bool:
-    """Whether a request failed because a pooled connection had been closed by the server
-    before it answered anything (reset, or closed without a response): worth one retry on a
-    fresh connection. A refused or timed-out connection is not."""
+def _lost_in_flight(exc: BaseException) -> bool:
+    """Whether a request failed on a connection that was open, once the request was written
+    (in part or whole): reset, or closed without a response. Either the server closed a
+    kept-alive connection just as it was used, or it went away while at the request; which,
+    cannot be told. A refused or timed-out connection is not."""
     if not isinstance(exc, requests.exceptions.ConnectionError) or \
             isinstance(exc, requests.exceptions.ConnectTimeout):
         return False
@@ -133,7 +154,10 @@ class HttpChannel:
         self.http.proxies = requests.utils.get_environ_proxies(url)
         self.http.verify = (os.environ.get("REQUESTS_CA_BUNDLE")
                             or os.environ.get("CURL_CA_BUNDLE") or True)
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=_POOL_SIZE)
+        # no retries of urllib3's own (requests' default too, said here because it matters):
+        # whether a request is sent again is decided in _send_now alone
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=_POOL_SIZE,
+                              max_retries=Retry(total=0, read=False))
         adapter.poolmanager.pool_classes_by_scheme = _tracking_pools(self)
         self.http.mount("http://", adapter)
         self.http.mount("https://", adapter)
@@ -206,8 +230,10 @@ class HttpChannel:
         ``extra_headers``. A 401/403 reruns the helper and is retried once, then goes to
         ``auth``, which may authorize and have it sent again. ``deadline`` (time.monotonic())
         bounds connect and every read; without one, ``read_timeout`` (else SEND_TIMEOUT)
-        does. Raises TransportError (a subclass, DeadlinePassed, when the deadline has
-        passed), AuthError when authorizing fails."""
+        does. A GET or DELETE whose kept-alive connection broke under it is sent once more;
+        nothing else is. Raises TransportError (DeadlinePassed when the deadline has passed,
+        LostInFlight when the connection broke once the request was written), AuthError when
+        authorizing fails."""
         generation = self._auth_generation
         auth = self.auth
         attempt = auth.begin() if auth is not None else None
@@ -268,8 +294,8 @@ class HttpChannel:
             except requests.exceptions.RequestException as exc:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise DeadlinePassed(f"{url}: no answer before the deadline") from exc
-                if attempt == 1 and _stale_connection(exc):
-                    continue  # a kept-alive connection the server had closed (it restarted)
+                if attempt == 1 and method in _IDEMPOTENT and _lost_in_flight(exc):
+                    continue  # harmless to ask again, on a fresh connection
                 raise unreachable(exc, url) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -485,6 +511,12 @@ class HttpChannel:
                     _shut(connection)
             else:
                 self._sockets.discard(connection)
+
+
+class LostInFlight(TransportError):
+    """The connection broke once the request had been written (in part or whole), before
+    the answer: the server may have acted on it, so its outcome is unknown. The transport
+    never sends such a request again; whether to repeat it is the caller's to decide."""
 
 
 class DeadlinePassed(TransportError):

@@ -348,22 +348,68 @@ def _calls_seen(server: FaultServer) -> list:
             if method == "POST" and isinstance(body, dict) and body.get("method") == "tools/call"]
 
 
-def test_a_kept_alive_connection_the_server_dropped_is_retried_once(fake, connect):
-    server = fake(answer="json")
-    client = connect(server)
-    server.drop_posts = 1  # as a server that restarted: the pooled connection is gone
-    assert text(client.call_tool("echo", {"n": 1}, timeout=10)) == "echo: {'n': 1}"
-    assert len(_calls_seen(server)) == 2  # the dropped one, then the retry
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_a_call_whose_connection_died_after_it_was_sent_runs_once(fake, connect, era):
+    """The server ran the tool, then the connection went before any answer: the call may
+    have had its effect, so it is never sent again by the transport (a tool without a
+    read-only or idempotent hint would run twice); the caller learns the outcome is
+    unknown."""
+    server = fake(answer="json", stateless=era != "legacy")
+    client = connect(server, {"protocol": era})
+    assert client.status == "connected" and client.era == (
+        "legacy" if era == "legacy" else "modern"), client.reason
+    server.drop_answers = 1  # as a server that died once the work was done, then came back
+    with pytest.raises(TransportError, match="may have received it") as caught:
+        client.call_tool("echo", {"n": 1}, timeout=10)
+    assert "cannot connect" not in str(caught.value)
+    assert caught.value.status_code is None
+    assert server.executed == ["echo"]
+    assert len(_calls_seen(server)) == 1
+    assert client.status == "degraded" and "during the request" in client.reason
+    # the server is back: the next call goes out on a fresh connection and works
+    assert text(client.call_tool("echo", {"n": 2}, timeout=10)) == "echo: {'n': 2}"
+    assert server.executed == ["echo", "echo"]
+    assert client.status == "connected"
 
 
-def test_a_connection_dropped_twice_fails_the_call_clearly(fake, connect):
+def test_a_request_dropped_unanswered_is_not_sent_again(fake, connect):
     server = fake(answer="json")
     client = connect(server)
-    server.drop_posts = 2
-    with pytest.raises(TransportError, match="cannot connect"):
+    server.drop_posts = 1  # read, then the connection closed with no answer
+    with pytest.raises(TransportError, match="the connection was closed during the request"):
         client.call_tool("echo", {"n": 2}, timeout=10)
-    assert len(_calls_seen(server)) == 2  # one retry, no more
+    assert len(_calls_seen(server)) == 1
     assert text(client.call_tool("echo", {"n": 3}, timeout=10)) == "echo: {'n': 3}"
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_a_kept_alive_connection_the_server_closed_while_idle_is_not_an_error(fake, connect,
+                                                                               era):
+    """A pooled connection the server closed between requests (its keep-alive timeout, a
+    restart) is seen closed before anything is written on it: the call goes out once, on a
+    new connection, and the caller sees nothing of it."""
+    server = fake(answer="json", stateless=era != "legacy")
+    client = connect(server, {"protocol": era})
+    assert text(client.call_tool("echo", {"n": 1}, timeout=10)) == "echo: {'n': 1}"
+    opened = server.connections
+    closed = server.close_idle()
+    assert closed, "no kept-alive connection to close"
+    poll(lambda: not closed & server.open_connections(), what="the idle connections closed")
+    assert text(client.call_tool("echo", {"n": 2}, timeout=10)) == "echo: {'n': 2}"
+    assert server.executed == ["echo", "echo"]
+    assert server.connections > opened, "the closed connection was used"
+    assert client.status == "connected", client.reason
+
+
+def test_the_session_does_not_let_urllib3_resend_anything():
+    from raider_sync.transports.http_common import HttpChannel
+    channel = HttpChannel("http://127.0.0.1:9/mcp", name="x")
+    try:
+        for prefix in ("http://", "https://"):
+            retries = channel.http.get_adapter(prefix).max_retries
+            assert retries.total == 0 and retries.read is False
+    finally:
+        channel.close()
 
 
 def _stream_workers(name: str = "fault") -> list[threading.Thread]:

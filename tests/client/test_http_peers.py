@@ -11,7 +11,7 @@ import requests
 from conftest import everything_available, poll as _poll
 from fakes.http_peers import HttpPeer
 
-from raider_sync import McpServer, ToolTimeout
+from raider_sync import McpServer, ToolTimeout, TransportError
 from raider_sync.transports.http import StreamableHttpTransport
 
 WAIT = 15.0
@@ -223,3 +223,81 @@ def test_a_blocking_call_answers_server_requests_and_sees_progress_on_its_stream
     assert steps == [1, 2, 3, 4]
     # both answers were read on the calling thread: no stream reader was ever started
     assert not [t for t in threading.enumerate() if t.name.startswith("raider-peer-stream")]
+
+
+def _listening(srv: McpServer) -> bool:
+    return srv._transport is not None and srv._transport._get_stream is not None
+
+
+def test_a_server_gone_makes_the_get_stream_say_degraded_at_once_and_connected_when_back():
+    """No call is made: the GET stream alone finds the server out of reach (the port
+    refuses), and finds it back."""
+    peer = HttpPeer.sdk().start()
+    statuses = []
+    srv = McpServer(peer.spec("peer"), protocol="legacy",
+                    on_status=lambda s: statuses.append((s.status, s.reason)))
+    try:
+        srv.start_f().result(WAIT)
+        assert srv.status == "connected", srv.reason
+        poll(lambda: _listening(srv), what="the GET stream open")
+        peer.stop()
+        poll(lambda: srv.status == "degraded", what="degraded without a call")
+        assert "GET stream" in srv.reason and "Connection refused" in srv.reason, srv.reason
+        peer.start()
+        # the stream's backoff is at most 30 s; it renews the forgotten session on its own
+        poll(lambda: srv.status == "connected" and _listening(srv), 60, "connected again")
+        assert srv.reason is None
+        assert [s for s, _ in statuses][-2:] == ["degraded", "connected"]
+        assert srv.call_tool("mcp__peer__echo", {"message": "hi"}).text == "hi"
+    finally:
+        srv.stop()
+        peer.close()
+
+
+def test_a_call_answer_again_makes_a_degraded_server_connected():
+    peer = HttpPeer.sdk("--json").start()
+    srv = McpServer(peer.spec("peer"), protocol="legacy")
+    try:
+        srv.start_f().result(WAIT)
+        poll(lambda: _listening(srv), what="the GET stream open")
+        peer.stop()
+        poll(lambda: srv.status == "degraded", what="degraded without a call")
+        peer.start()
+        assert srv.call_tool("mcp__peer__echo", {"message": "back"}, timeout=WAIT).text == "back"
+        assert srv.status == "connected" and srv.reason is None
+    finally:
+        srv.stop()
+        peer.close()
+
+
+@pytest.mark.parametrize("kind", ["sdk-json", "everything"])
+def test_a_server_that_crashes_during_a_call_is_not_reported_as_unreachable(kind):
+    """The call had connected and was sent: its error says the connection went during it
+    (the outcome is unknown), not that the server could not be reached."""
+    need(kind)
+    peer = PEERS[kind]().start()
+    srv = McpServer(peer.spec("peer"), protocol="legacy")
+    try:
+        srv.start_f().result(WAIT)
+        assert srv.status == "connected", srv.reason
+        progressed = threading.Event()
+        name, args = _slow(kind, 30)
+        future = srv.call_tool_f(name, args, timeout=WAIT,
+                                 on_progress=lambda *a: progressed.set())
+        if kind == "everything":  # its answer is a stream: the call is under way once it moves
+            assert progressed.wait(WAIT)
+        else:  # a JSON answer: the POST is out and waits for its answer
+            poll(lambda: srv._transport.channel._in_flight == 1, what="the call in flight")
+        peer.kill()
+        with pytest.raises(TransportError) as caught:
+            future.result(WAIT)
+        message = str(caught.value)
+        if kind == "everything":  # the stream broke; resuming it found the port closed
+            assert "the answer's event stream broke off and could not be resumed" in message
+        else:
+            assert "during the request; the server may have received it" in message
+            assert "cannot connect" not in message
+        assert srv.status == "degraded"
+    finally:
+        srv.stop()
+        peer.close()

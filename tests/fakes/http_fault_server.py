@@ -16,6 +16,9 @@ Options (attributes, may be changed while running):
   legacy_endpoint  the endpoint event of /sse (relative or absolute)
   drop_posts    N: the next N POSTs are read and their connection closed with no answer (as a
                 kept-alive connection the server dropped)
+  drop_answers  N: the next N tools/call are run (counted in ``executed``), then their
+                connection is closed with no answer (a server that died after doing the work)
+  stateless     speak the stateless revision (2026-07-28): server/discover, no sessions
 
 Tools: echo, cut (SSE answer cut mid-chunk after a progress event, answer on resume), drop
 (SSE ended cleanly with no answer and no event id), garbage (junk SSE lines around the answer),
@@ -23,6 +26,8 @@ endless (keep-alives until the client goes), fail500, notjson, wrongid (a JSON a
 another request), stalljson (a JSON body that stops half way, a byte a while), deep (an event
 nested too deeply for a JSON parser, then the answer), huge (an event whose data line has
 ``huge_bytes`` bytes, then the answer), hugejson (a chunked JSON body of ``huge_bytes``).
+``executed`` lists the name of every tool run; ``close_idle()`` closes the kept-alive
+connections waiting for their next request (a server whose keep-alive timeout passed).
 get_stream "deep" sends a too-deeply nested event, then a list_changed notification. On the
 legacy stream, the tools deep and huge do the same before their answer.
 """
@@ -56,6 +61,8 @@ class FaultServer:
         self.initialize = "ok"
         self.legacy_endpoint = "/messages?session=L1"
         self.drop_posts = 0
+        self.drop_answers = 0
+        self.stateless = False
         self.huge_bytes = 32 << 20
         for key, value in options.items():
             if not hasattr(self, key):
@@ -63,6 +70,7 @@ class FaultServer:
             setattr(self, key, value)
         self.seen: list[tuple[str, str, dict, dict | None]] = []
         self.cancelled: list = []
+        self.executed: list[str] = []
         self.get_times: list[tuple[float, str | None]] = []
         self.cut_at: float | None = None
         self.sessions: set[str] = set()
@@ -74,6 +82,7 @@ class FaultServer:
         self._lock = threading.Lock()
         self._count = 0
         self._conns: set[socket.socket] = set()
+        self._idle: set[socket.socket] = set()  # between two requests of a kept-alive connection
         self._legacy: list = []  # handlers of open /sse streams: (wfile, lock)
         self._server = _Server(("127.0.0.1", 0), _handler(self))
         self.port = self._server.server_address[1]
@@ -106,6 +115,21 @@ class FaultServer:
         """As a restarted server: every session id now answers 404."""
         with self._lock:
             self.sessions.clear()
+
+    def close_idle(self) -> set[socket.socket]:
+        """Close every kept-alive connection waiting for its next request; those closed."""
+        with self._lock:
+            idle = set(self._idle)
+        for conn in idle:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return idle
+
+    def open_connections(self) -> set[socket.socket]:
+        with self._lock:
+            return set(self._conns)
 
     def new_session(self) -> str:
         with self._lock:
@@ -150,10 +174,21 @@ def _handler(fake: FaultServer):
         def finish(self):
             with fake._lock:
                 fake._conns.discard(self.connection)
+                fake._idle.discard(self.connection)
             try:
                 super().finish()
             except OSError:
                 pass
+
+        def handle_one_request(self):
+            with fake._lock:
+                fake._idle.add(self.connection)
+            super().handle_one_request()
+
+        def parse_request(self):
+            with fake._lock:  # the request line came: busy until the next one is awaited
+                fake._idle.discard(self.connection)
+            return super().parse_request()
 
         # -- helpers ------------------------------------------------------------------
 
@@ -267,8 +302,14 @@ def _handler(fake: FaultServer):
             method, msg_id = body.get("method"), body.get("id")
             if method == "initialize":
                 return self._initialize(body)
+            if method == "server/discover" and fake.stateless:
+                return self._answer({"jsonrpc": "2.0", "id": msg_id, "result": {
+                    "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {
+                        "name": "fault", "version": "1"}}}})
             sid = self.headers.get("Mcp-Session-Id")
-            if sid not in fake.sessions:
+            if sid not in fake.sessions and not fake.stateless:
                 return self._plain(404, json.dumps({"jsonrpc": "2.0", "id": None, "error": {
                     "code": -32600, "message": "Session not found"}}), "application/json")
             if method is None or msg_id is None:  # a notification or an answer
@@ -305,6 +346,12 @@ def _handler(fake: FaultServer):
         def _call(self, msg_id, params):
             name = params.get("name")
             args = params.get("arguments") or {}
+            fake.executed.append(name)
+            if fake.drop_answers > 0:
+                fake.drop_answers -= 1
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             text = {"jsonrpc": "2.0", "id": msg_id,
                     "result": {"content": [{"type": "text", "text": f"{name}: {args}"}]}}
             if name == "echo":

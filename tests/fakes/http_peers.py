@@ -4,6 +4,7 @@ process on a free port.
 
     peer = HttpPeer.sdk("--json")           # not started
     peer.start(); peer.url; peer.restart(); peer.stop()   # stop reaps the process
+    peer.kill()                             # SIGKILL, as a server that crashes; reaped
 """
 from __future__ import annotations
 
@@ -67,6 +68,13 @@ class HttpPeer:
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def kill(self) -> None:
+        """SIGKILL the process (a crash: nothing in flight is finished) and reap it."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
             proc.kill()
             proc.wait(5)
 
