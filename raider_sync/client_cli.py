@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from .config import McpConfig, ServerSpec
 from .errors import ConfigError, RaiderError
 from .notebook import ProgressBar
+from .serve_cli import register as register_serve
 from .server import McpServer
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -83,10 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = command("read", run_read, "read a resource of a server")
     parser.add_argument("server")
     parser.add_argument("uri")
-    serve = sub.add_parser("serve", help="serve a ToolServer over stdio (default: the demo server)")
-    serve.add_argument("target", nargs="?", default="raider_sync.demo:build",
-                       help="MODULE:ATTR naming a ToolServer or a function returning one")
-    serve.set_defaults(run=run_serve)
+    register_serve(sub, _guard)
     command("demo", run_demo, "show the whole library on the configured (or embedded demo) servers")
 
 
@@ -412,20 +410,6 @@ def run_read(args) -> int:
         for item in contents:
             print(item["text"] if "text" in item else
                   f"[binary {item.get('mimeType', '')}, {len(item.get('blob', '')) * 3 // 4} bytes]")
-    return EXIT_OK
-
-
-@_guard
-def run_serve(args) -> int:
-    import importlib
-    module_name, _, attr = args.target.partition(":")
-    try:
-        target = getattr(importlib.import_module(module_name), attr or "build")
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot load {args.target}: {exc}") from None
-    tool_server = target() if callable(target) else target
-    with tool_server:
-        tool_server.serve_stdio()
     return EXIT_OK
 
 
