@@ -7,7 +7,7 @@ import sys
 
 EPILOG = """\
 Servers come from --config FILE, else ./.mcp.json, else the embedded demo server.
---json prints machine-readable output for scripts.
+--json prints machine-readable output for scripts (an error as {"error": {...}}).
 
 exit codes:
   0  done

@@ -23,8 +23,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .config import McpConfig, ServerSpec
-from .errors import ConfigError, RaiderError
+from .errors import ConfigError, McpError, NotConnected, RaiderError
 from .notebook import ProgressBar
+from .serve_cli import register as register_serve
 from .server import McpServer
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -69,7 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "that server)")
     parser.add_argument("tool")
     parser.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
-    parser.add_argument("--timeout", type=float, metavar="S", help="seconds the call may take")
+    parser.add_argument("--timeout", type=_positive_seconds, metavar="S",
+                        help="seconds the call may take (more than 0)")
     parser.add_argument("--save", metavar="DIR",
                         help="write the result's image, audio and resource blocks to files in DIR")
     parser.add_argument("--max-tokens", type=_positive_int, metavar="N",
@@ -86,10 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = command("read", run_read, "read a resource of a server")
     parser.add_argument("server")
     parser.add_argument("uri")
-    serve = sub.add_parser("serve", help="serve a ToolServer over stdio (default: the demo server)")
-    serve.add_argument("target", nargs="?", default="raider_sync.demo:build",
-                       help="MODULE:ATTR naming a ToolServer or a function returning one")
-    serve.set_defaults(run=run_serve)
+    register_serve(sub, _guard)
     command("demo", run_demo, "show the whole library on the configured (or embedded demo) servers")
 
 
@@ -186,6 +185,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    return value
+
+
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
@@ -207,18 +216,36 @@ def _cell(text: str, limit: int) -> str:
 
 
 def _guard(run):
-    """Turn raider_sync's errors into a message on stderr and an exit code."""
+    """Turn raider_sync's errors into a message on stderr and an exit code; with --json also
+    into ``{"error": {"type", "message"[, "code", "data"]}}`` on stdout, for scripts."""
     def guarded(args) -> int:
         try:
             return run(args)
         except ConfigError as exc:
-            print(f"raider-sync: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return _report(args, exc, EXIT_USAGE)
         except (RaiderError, TimeoutError) as exc:
-            print(f"raider-sync: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+            return _report(args, exc, EXIT_FAILED)
     guarded.__name__ = run.__name__
     return guarded
+
+
+def _report(args, exc: BaseException, code: int, **details: Any) -> int:
+    """Tell of ``exc`` (on stdout too, as JSON with ``details``, under --json); ``code``."""
+    print(f"raider-sync: {exc}", file=sys.stderr)
+    if getattr(args, "json", False):
+        error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+        if isinstance(exc, McpError):
+            error.update(code=exc.code, message=exc.message)
+            if exc.data is not None:
+                error["data"] = exc.data
+        _print_json({"error": {**error, **details}})
+    return code
+
+
+def _row(server: McpServer) -> dict:
+    """A server as ``servers --json`` shows it."""
+    return {"name": server.name, "transport": server.transport, "status": server.status,
+            "tools": len(server.tool_names), "reason": server.reason or ""}
 
 
 def _json_arg(text: str, what: str) -> dict:
@@ -244,9 +271,16 @@ def _text_of(result: dict, saved: dict[int, str] | None = None) -> str:
 
 
 def _server_for_tool(servers: list[McpServer], tool: str) -> McpServer:
+    """The connected server offering ``tool``. Raises NotConnected naming each server that
+    failed to start and why (it may have offered the tool), else ConfigError listing the
+    tools there are."""
     for server in servers:
         if tool in server.tool_names:
             return server
+    failed = [s for s in servers if s.status != "connected"]
+    if failed:
+        why = "; ".join(f"{s.name} {s.status}: {s.reason or 'no reason given'}" for s in failed)
+        raise NotConnected(f"no connected server offers the tool {tool!r}: {why}")
     names = ", ".join(n for s in servers for n in s.tool_names) or "none"
     raise ConfigError(f"no connected server offers the tool {tool!r} (tools: {names})")
 
@@ -256,8 +290,7 @@ def _server_for_tool(servers: list[McpServer], tool: str) -> McpServer:
 @_guard
 def run_servers(args) -> int:
     with _Servers(args) as servers:
-        rows = [{"name": s.name, "transport": s.transport, "status": s.status,
-                 "tools": len(s.tool_names), "reason": s.reason or ""} for s in servers]
+        rows = [_row(s) for s in servers]
     if args.json:
         _print_json(rows)
     else:
@@ -297,7 +330,11 @@ def run_call(args) -> int:
     arguments = _json_arg(args.args, "--args")
     options = {"max_output_tokens": args.max_tokens} if args.max_tokens else {}
     with _Servers(args, tool=args.tool, **options) as servers:  # only the tool's server, when named
-        server = _server_for_tool(servers, args.tool)
+        try:
+            server = _server_for_tool(servers, args.tool)
+        except NotConnected as exc:  # the servers that failed, and why, for scripts too
+            return _report(args, exc, EXIT_FAILED, servers=[
+                _row(s) for s in servers if s.status != "connected"])
         bar = ProgressBar(args.tool, stream=sys.stderr) if _interactive(args) else None
         try:
             result = server.call_tool(args.tool, arguments, timeout=args.timeout, on_progress=bar)
@@ -426,20 +463,6 @@ def run_read(args) -> int:
         for item in contents:
             print(item["text"] if "text" in item else
                   f"[binary {item.get('mimeType', '')}, {len(item.get('blob', '')) * 3 // 4} bytes]")
-    return EXIT_OK
-
-
-@_guard
-def run_serve(args) -> int:
-    import importlib
-    module_name, _, attr = args.target.partition(":")
-    try:
-        target = getattr(importlib.import_module(module_name), attr or "build")
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot load {args.target}: {exc}") from None
-    tool_server = target() if callable(target) else target
-    with tool_server:
-        tool_server.serve_stdio()
     return EXIT_OK
 
 

@@ -38,6 +38,7 @@ from .workers import Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
 
+INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -55,6 +56,33 @@ ProgressCallback = Callable[[float, Optional[float], Optional[str]], None]
 
 class MethodNotFound(RaiderError):
     """Raised by a request handler for a method it does not serve (answered with -32601)."""
+
+
+def is_response(message: dict) -> bool:
+    """Whether a received object is an answer (a result or an error, and no method)."""
+    return "method" not in message and ("result" in message or "error" in message)
+
+
+def valid_id(value: Any) -> bool:
+    """Whether ``value`` may be a request's id: a string or an integer, as MCP narrows
+    JSON-RPC (never null, a boolean or a structure)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def request_problem(message: dict) -> str | None:
+    """What makes ``message`` (an object that is not an answer) an invalid JSON-RPC 2.0
+    request or notification, else None; every served request is checked with this, whatever
+    carried it. The answer to an invalid one is -32600 Invalid Request, with its id when
+    :func:`valid_id` (else null); an invalid notification is not answered."""
+    if message.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(message.get("method"), str):
+        return "method must be a string" if "method" in message else "method is missing"
+    if "params" in message and not isinstance(message["params"], dict):
+        return "params must be an object"
+    if "id" in message and not valid_id(message["id"]):
+        return "id must be a string or an integer"
+    return None
 
 
 class _Pending:
@@ -297,10 +325,15 @@ class Session:
         if not isinstance(message, dict):
             log.warning("%s: ignored a message that is not an object", self.name)
             return
-        method = message.get("method")
-        if method is None:
+        if is_response(message):
             self._receive_response(message)
-        elif "id" in message:
+            return
+        problem = request_problem(message)
+        if problem is not None:
+            self._refuse(message, problem)
+            return
+        method = message["method"]
+        if "id" in message:
             lane = self._control if method == "ping" else self._workers
             self._submit(lane, self._answer, message)
         elif method == "notifications/progress":
@@ -315,12 +348,20 @@ class Session:
             err = message["error"] if isinstance(message["error"], dict) else {}
             outcome: dict = {"error": McpError(_code(err.get("code")),
                                                str(err.get("message", "error")), err.get("data"))}
-        elif "result" in message:
-            outcome = {"result": message["result"]}
         else:
-            log.warning("%s: ignored a message with neither method, result nor error", self.name)
-            return
+            outcome = {"result": message["result"]}
         self._settle_in_order(request_id, outcome)
+
+    def _refuse(self, message: dict, problem: str) -> None:
+        """Answer an invalid request with -32600 (off the reader thread, whose write could
+        wait on a read); an invalid notification has nobody to answer."""
+        if "id" not in message:
+            log.warning("%s: ignored an invalid notification: %s", self.name, problem)
+            return
+        request_id = message["id"] if valid_id(message["id"]) else None
+        self._submit(self._control, self._send_reply,
+                     _error_reply(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"),
+                     str(message.get("method")))
 
     def _settle_in_order(self, request_id: Any, outcome: dict) -> None:
         with self._lock:

@@ -4,6 +4,13 @@
     serve_http(tool_server, "127.0.0.1", 8080)    # blocks (waitress, the gateway extra)
     app.close()                                   # end the open streams gracefully
 
+The app answers at one path (``path``, default ``/mcp``, below where the WSGI server mounts
+it; ``path=None`` answers at every path) and 404 elsewhere. A POST must be
+``Content-Type: application/json`` (else 415) and hold one valid JSON-RPC 2.0 message: a
+request or notification that is not (``params`` that are not an object, a missing or
+ill-typed ``method`` or ``id``) is 400 with -32600 Invalid Request, by the same check a
+stdio session makes (:func:`raider_sync.jsonrpc.request_problem`); a batch is refused alike.
+
 Stateless by construction: no session is kept, so any number of workers can stand behind a
 load balancer. Every POST is answered on its own, with one JSON answer or, where the
 protocol needs one, an event stream (:mod:`.serving_streams`):
@@ -28,7 +35,8 @@ or the calls queue behind the streams.
   revision and client capabilities (400, -32602). An unknown method is a 404 with -32601.
 - Anything else is the handshake era without a session: ``initialize`` is answered (with no
   ``Mcp-Session-Id``), and every later request on its own.
-- Notifications are accepted with 202. DELETE is 405: there is no session to end.
+- Notifications (and answers, which a ToolServer never asked for) are accepted with 202.
+  DELETE is 405: there is no session to end.
 """
 from __future__ import annotations
 
@@ -40,7 +48,8 @@ from .eras.modern import MODERN_VERSIONS
 from .eras.served import check_envelope, has_envelope, listen_ack
 from .errors import McpError
 from .futures import run_in_thread
-from .jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, MethodNotFound
+from .jsonrpc import (INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, MethodNotFound,
+                      is_response, request_problem, valid_id)
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
 from .transports.http_headers import headers_problem
@@ -49,6 +58,8 @@ from .transports.sse_events import KEEP_ALIVE
 log = logging.getLogger("raider_sync.serving_http")
 
 MAX_BODY = 4 * 1024 * 1024
+#: where the app answers unless told otherwise (the path MCP clients are usually given)
+DEFAULT_PATH = "/mcp"
 #: seconds a client refused for too many open streams is asked to wait
 RETRY_AFTER = 5
 #: seconds serve_http waits, on the way out, for the open streams to end
@@ -62,24 +73,29 @@ _SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cac
 StartResponse = Callable[[str, list], Any]
 
 
-def wsgi_app(tool_server, *, page_size: int = 100, max_streams: int = MAX_STREAMS,
-             keepalive: float = KEEPALIVE) -> "ToolServerApp":
-    """A WSGI app that serves ``tool_server`` at any path (mount it where you like); see
-    :class:`ToolServerApp`. Raises ValueError for a negative ``max_streams`` or a
-    ``keepalive`` that is not a positive number of seconds."""
-    return ToolServerApp(tool_server, page_size=page_size, max_streams=max_streams,
+def wsgi_app(tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
+             max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE) -> "ToolServerApp":
+    """A WSGI app that serves ``tool_server`` at ``path`` (default ``/mcp``; None: at every
+    path, for a dispatcher of your own); see :class:`ToolServerApp`. Raises ValueError for a
+    ``path`` that does not begin with ``/``, a negative ``max_streams`` or a ``keepalive``
+    that is not a positive number of seconds."""
+    return ToolServerApp(tool_server, path=path, page_size=page_size, max_streams=max_streams,
                          keepalive=keepalive)
 
 
 class ToolServerApp:
     """The WSGI app of :func:`wsgi_app`. Thread-safe. A JSON answer blocks its worker until
     the tool answers (the tool server's call timeout bounds it); a stream holds its worker
-    until it ends. ``max_streams`` bounds the long-lived streams (listen, GET);
+    until it ends. ``path`` is where it answers, below its mount point (``PATH_INFO``; None:
+    everywhere), 404 elsewhere. ``max_streams`` bounds the long-lived streams (listen, GET);
     ``keepalive`` is the seconds of silence after which a stream gets a comment.
     :meth:`close` ends the open streams (call it before stopping the WSGI server)."""
 
-    def __init__(self, tool_server, *, page_size: int = 100, max_streams: int = MAX_STREAMS,
-                 keepalive: float = KEEPALIVE):
+    def __init__(self, tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
+                 max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE):
+        if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+            raise ValueError(f"path must begin with '/', not {path!r}")
+        self.path = path
         self.tool_server = tool_server
         self.answers = ToolServerAnswers(tool_server, page_size=page_size)
         self.streams = StreamHub(tool_server, max_streams=max_streams, keepalive=keepalive)
@@ -92,6 +108,8 @@ class ToolServerApp:
         return self.streams.wait_idle(timeout)
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        if self.path is not None and (environ.get("PATH_INFO") or "/") != self.path:
+            return _reply(start_response, "404 Not Found", None)
         verb = environ.get("REQUEST_METHOD")
         if verb == "GET":
             return self._get(environ, start_response)
@@ -104,16 +122,29 @@ class ToolServerApp:
             length = 0
         if length > MAX_BODY:
             return _reply(start_response, "413 Payload Too Large", None)
+        kind = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+        if kind != "application/json":
+            return _error(start_response, None, INVALID_REQUEST,
+                          f"Content-Type must be application/json, not {kind or 'missing'}",
+                          status="415 Unsupported Media Type")
         try:
             message = json.loads(environ["wsgi.input"].read(length) or b"null")
         except ValueError:
             return _error(start_response, None, -32700, "the body is not JSON")
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            return _error(start_response, None, -32600, "the body is not a JSON-RPC request")
+        if not isinstance(message, dict):
+            return _error(start_response, None, INVALID_REQUEST,
+                          "Invalid Request: the body must be one JSON-RPC message object")
+        if is_response(message):
+            return _reply(start_response, "202 Accepted", None)
+        problem = request_problem(message)
+        if problem is not None:
+            request_id = message.get("id") if valid_id(message.get("id")) else None
+            return _error(start_response, request_id, INVALID_REQUEST,
+                          f"Invalid Request: {problem}")
         if "id" not in message:
             return _reply(start_response, "202 Accepted", None)
         method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = message.get("params", {})
         modern = (environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS
                   or (method != "initialize" and has_envelope(params)))
         streams = _accepts_streams(environ)
@@ -259,21 +290,25 @@ def _reply(start_response: StartResponse, status: str, body: Any,
 
 def serve_http(tool_server, host: str = "127.0.0.1", port: int = 8080, *,
                max_streams: int = MAX_STREAMS, threads: int | None = None,
-               **app_options: Any) -> None:
+               on_serving: Callable[[str], Any] | None = None, **app_options: Any) -> None:
     """Serve ``tool_server`` over Streamable HTTP with waitress until interrupted
     (KeyboardInterrupt, which it returns after). Blocks.
 
-    waitress gets ``threads`` threads (default twice ``max_streams``, at least 8), and the
-    settings the gateway serves with (a client that goes is noticed while its stream is
-    open). On the way out the app is closed, and the open streams are given
-    :data:`CLOSE_GRACE` seconds to end gracefully. Raises
-    ImportError without waitress (the gateway extra), OSError for a busy address."""
+    Port 0 picks a free port; ``on_serving(url)`` is told the app's URL (``path`` included)
+    once the socket listens. waitress gets ``threads`` threads (default twice
+    ``max_streams``, at least 8), and the settings the gateway serves with (a client that
+    goes is noticed while its stream is open). On the way out the app is closed, and the
+    open streams are given :data:`CLOSE_GRACE` seconds to end gracefully. ``app_options``
+    go to :func:`wsgi_app`. Raises ImportError without waitress (the gateway extra), OSError
+    for a busy address."""
     from .gateway.serving import Serving
 
     app = wsgi_app(tool_server, max_streams=max_streams, **app_options)
     serving = Serving(app, host, port, threads=threads or max(8, 2 * max_streams))
-    serving.start()  # the loop in a thread, so that it still sends while the streams end
     try:
+        serving.start()  # the loop in a thread, so that it still sends while the streams end
+        if on_serving is not None:
+            on_serving(serving.url + (app.path or ""))
         while serving._thread is not None and serving._thread.is_alive():
             serving._thread.join(0.5)  # wakes for Ctrl-C
     except KeyboardInterrupt:

@@ -225,3 +225,34 @@ def test_a_served_answer_json_cannot_carry_as_it_is_still_arrives(awkward):
     with pytest.raises(McpError, match="cannot be sent as JSON"):
         awkward.call_tool("mcp__awkward__nan", {}, timeout=10)
     assert time.monotonic() - started < 3
+
+
+def test_invalid_requests_are_answered_with_invalid_request():
+    """The stdio session refuses what the HTTP app refuses, by the same check: -32600, with
+    the request's id where it is a valid one; an invalid notification is not answered."""
+    import io
+    import json
+    import threading
+
+    from jsonrpc_cases import INVALID_NOTIFICATION, INVALID_REQUESTS
+    from raider_sync.serving import serve_stdio
+    from raider_sync.toolserver import ToolServer
+
+    lines = [request for request, _ in INVALID_REQUESTS] + [
+        INVALID_NOTIFICATION, {"jsonrpc": "2.0", "id": "fine", "method": "ping"}]
+    stdin = io.BytesIO("".join(json.dumps(line) + "\n" for line in lines).encode())
+    stdout = io.BytesIO()
+    stdout.close = lambda: None  # keep what was written readable
+    with ToolServer("t") as tools:
+        thread = threading.Thread(target=serve_stdio, args=(tools,),
+                                  kwargs={"stdin": stdin, "stdout": stdout})
+        thread.start()
+        thread.join(TIMEOUT)
+        assert not thread.is_alive()
+    answers = [json.loads(line) for line in stdout.getvalue().decode().splitlines()]
+    assert {"jsonrpc": "2.0", "id": "fine", "result": {}} in answers
+    refused = [answer for answer in answers if answer["id"] != "fine"]
+    assert all(answer["error"]["code"] == -32600 for answer in refused), refused
+    assert sorted(map(repr, (answer["id"] for answer in refused))) == \
+        sorted(map(repr, (answer_id for _, answer_id in INVALID_REQUESTS)))
+    assert "params must be an object" in json.dumps(refused)

@@ -311,3 +311,51 @@ def test_a_client_refused_every_stream_stays_usable_and_backs_off(serve):
             sub.next(WAIT)
         assert server.call_tool("mcp__local__add", {"a": 1, "b": 2}).text == "3"
     assert served.app.streams.count == 0
+
+
+def test_invalid_requests_are_400_with_invalid_request(served):
+    from jsonrpc_cases import INVALID_NOTIFICATION, INVALID_REQUESTS
+    for request, answer_id in INVALID_REQUESTS:
+        answer = post(served, request)
+        assert answer.status_code == 400, request
+        body = answer.json()
+        assert body["id"] == answer_id and body["error"]["code"] == -32600, (request, body)
+    refused = post(served, INVALID_NOTIFICATION)
+    assert refused.status_code == 400 and refused.json()["id"] is None
+    assert "params must be an object" in refused.json()["error"]["message"]
+    batch = post(served, [{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
+    assert batch.status_code == 400 and batch.json()["error"]["code"] == -32600
+    answer = post(served, {"jsonrpc": "2.0", "id": 9, "result": {}})  # nothing was asked
+    assert answer.status_code == 202 and answer.content == b""
+    assert post(served, {"jsonrpc": "2.0", "id": "ok", "method": "ping"}).json() == {
+        "jsonrpc": "2.0", "id": "ok", "result": {}}
+
+
+def test_a_body_that_is_not_json_content_is_415(served):
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    for kind in ("text/plain", "application/x-www-form-urlencoded", None):
+        answer = requests.post(served, data=ping, timeout=WAIT, headers={
+            "Accept": "application/json, text/event-stream",
+            **({"Content-Type": kind} if kind else {})})
+        assert answer.status_code == 415, kind
+        assert answer.json()["error"]["code"] == -32600
+    charset = requests.post(served, data=ping, timeout=WAIT, headers={
+        "Content-Type": "Application/JSON; charset=utf-8", "Accept": "application/json"})
+    assert charset.status_code == 200 and charset.json()["result"] == {}
+
+
+def test_the_app_answers_only_at_its_path(serve):
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    root = serve().url.removesuffix("/mcp")
+    for path in ("", "/", "/mcp/", "/mcp/x", "/other"):
+        assert post(root + path, ping).status_code == 404, path
+        assert requests.get(root + path, timeout=WAIT, headers={
+            "Accept": "text/event-stream"}).status_code == 404, path
+    assert post(root + "/mcp", ping).json()["result"] == {}
+    mounted = serve(path="/tools").url.removesuffix("/mcp")
+    assert post(mounted + "/tools", ping).json()["result"] == {}
+    assert post(mounted + "/mcp", ping).status_code == 404
+    anywhere = serve(path=None).url.removesuffix("/mcp")
+    assert post(anywhere + "/any/where", ping).json()["result"] == {}
+    with ToolServer("bad") as tools, pytest.raises(ValueError, match="must begin with '/'"):
+        wsgi_app(tools, path="mcp")
