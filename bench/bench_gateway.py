@@ -3,7 +3,8 @@ once, in one run.
 
 The official SDK's server (Streamable HTTP, JSON answers) is called directly, through
 ``raider-sync gateway`` (waitress, its own process, 16 threads) and through
-``raider-sync gateway --workers 2`` (gunicorn, 2 workers of 16 threads), in rounds that rotate
+``raider-sync gateway --workers 2`` (2 waitress processes of 16 threads under gunicorn's master),
+in rounds that rotate
 the order of the three (the best round of each kept). Per round and target: the p50 of a tool
 call from one plain ``requests.Session`` client, calls per second with 16 such clients (threads,
 one session and connection each) with the CPU the relay and the server processes spent per call,
@@ -16,8 +17,9 @@ relay, client), so its added milliseconds grow with the load while its CPU per c
 
 Then, held at once on this machine: STREAMS open SSE streams (GET, one MCP session each) through
 a waitress relay with enough threads, and SLOW_CLIENTS slowloris connections (half-sent request
-headers) against the 16-thread relay. Each time the p50 of a legitimate tool call is compared
-with its idle p50 (target: under 2x), and the relay's memory per open stream is reported.
+headers) against the 16-thread relay and against the ``--workers 2`` relay. Each time the p50 of
+a legitimate tool call is compared with its idle p50 (target: under 2x), and the relay's memory
+per open stream is reported.
 Loopback only; every wait bounded.
 """
 from __future__ import annotations
@@ -104,7 +106,8 @@ def latency(url: str, calls: int = CALLS) -> float:
 
 
 def cpu_seconds(proc: Optional[psutil.Process]) -> float:
-    """CPU seconds ``proc`` and its children (gunicorn's workers) have used; 0 for none."""
+    """CPU seconds ``proc`` and its children (the ``--workers`` processes) have used; 0 for
+    none."""
     if proc is None:
         return 0.0
     total = 0.0
@@ -271,7 +274,18 @@ def overhead(direct: str, server: psutil.Process,
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 
-def held_at_once(relay: subprocess.Popen, wide: str, narrow: str) -> None:
+def slowed_by_slow_clients(url: str) -> tuple[float, float]:
+    """The p50 of a legitimate tool call at ``url``, idle and with SLOW_CLIENTS slow
+    connections held open."""
+    idle = latency(url, LOADED_CALLS)
+    slow = hold_slow(url.rsplit("/mcp/", 1)[0], SLOW_CLIENTS)
+    try:
+        return idle, latency(url, LOADED_CALLS)
+    finally:
+        close_all(slow)
+
+
+def held_at_once(relay: subprocess.Popen, wide: str, narrow: str, workers: str) -> None:
     rss = psutil.Process(relay.pid).memory_info().rss
     idle = latency(f"{wide}/mcp/sdk", LOADED_CALLS)
     socks = hold_streams(wide, STREAMS)
@@ -280,17 +294,15 @@ def held_at_once(relay: subprocess.Popen, wide: str, narrow: str) -> None:
         loaded = latency(f"{wide}/mcp/sdk", LOADED_CALLS)
     finally:
         close_all(socks)
-    idle_narrow = latency(f"{narrow}/mcp/sdk", LOADED_CALLS)
-    slow = hold_slow(narrow, SLOW_CLIENTS)
-    try:
-        slowed = latency(f"{narrow}/mcp/sdk", LOADED_CALLS)
-    finally:
-        close_all(slow)
-    table("gateway: held at once on one machine (waitress), legitimate tool call p50", [
+    idle_narrow, slowed = slowed_by_slow_clients(f"{narrow}/mcp/sdk")
+    idle_workers, slowed_workers = slowed_by_slow_clients(f"{workers}/mcp/sdk")
+    table("gateway: held at once on one machine, legitimate tool call p50", [
         ("", "idle", "while held", "held / idle"),
         (f"{STREAMS} open SSE streams", ms(idle), ms(loaded), ratio(loaded, idle)),
         (f"{SLOW_CLIENTS} slowloris connections", ms(idle_narrow), ms(slowed),
          ratio(slowed, idle_narrow)),
+        (f"{SLOW_CLIENTS} slowloris, --workers 2", ms(idle_workers), ms(slowed_workers),
+         ratio(slowed_workers, idle_workers)),
     ])
     print(f"  relay memory per open stream: {per_stream / 1024:.0f} KiB "
           f"(targets: held / idle under 2x)")
@@ -298,7 +310,7 @@ def held_at_once(relay: subprocess.Popen, wide: str, narrow: str) -> None:
 
 def main() -> None:
     server_port = free_port()
-    ports = {name: free_port() for name in ("waitress", "gunicorn", "wide")}
+    ports = {name: free_port() for name in ("waitress", "workers", "wide")}
     server = start_listening(
         [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
     direct = f"http://127.0.0.1:{server_port}/mcp"
@@ -312,7 +324,7 @@ def main() -> None:
                                   "streams_per_key": 2 * STREAMS}}, fh)
         command = [sys.executable, "-m", "raider_sync.gateway", "--config", config]
         extra = {"waitress": ["--threads", str(CLIENTS)],
-                 "gunicorn": ["--threads", str(CLIENTS), "--workers", "2"],
+                 "workers": ["--threads", str(CLIENTS), "--workers", "2"],
                  "wide": ["--threads", str(STREAMS + 2 * CLIENTS)]}
         try:
             for name, port in ports.items():
@@ -323,9 +335,9 @@ def main() -> None:
             overhead(direct, psutil.Process(server.pid), {
                 "waitress relay": (f"{url['waitress']}/mcp/sdk",
                                    psutil.Process(relays["waitress"].pid)),
-                "gunicorn relay, 2 workers": (f"{url['gunicorn']}/mcp/sdk",
-                                              psutil.Process(relays["gunicorn"].pid))})
-            held_at_once(relays["wide"], url["wide"], url["waitress"])
+                "relay, --workers 2": (f"{url['workers']}/mcp/sdk",
+                                       psutil.Process(relays["workers"].pid))})
+            held_at_once(relays["wide"], url["wide"], url["waitress"], url["workers"])
         finally:
             for relay in relays.values():
                 stop_process(relay)

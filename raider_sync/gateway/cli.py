@@ -1,12 +1,15 @@
 """``raider-sync gateway --config FILE --listen HOST:PORT``: serve the relay with waitress, or
-with ``--workers N`` under gunicorn (N processes, see :mod:`raider_sync.gateway.workers`).
+with ``--workers N`` in N waitress processes under gunicorn's master (see
+:mod:`raider_sync.gateway.workers`).
 
 waitress and gunicorn (the ``gateway`` extra) are imported only when serving. The relay keeps
 no session state, so any number of processes and machines can serve behind a load balancer
-(see :mod:`raider_sync.gateway.relay` and ``docs/gateway.md``); gunicorn by hand::
+(see :mod:`raider_sync.gateway.relay` and ``docs/gateway.md``); gunicorn by hand, with the
+waitress workers ``--workers`` runs::
 
-    RAIDER_GATEWAY_CONFIG=gateway.json gunicorn -w 4 -k gthread --threads 32 \\
-        -b 0.0.0.0:8080 'raider_sync.gateway.relay:app_from_env()'
+    RAIDER_GATEWAY_CONFIG=gateway.json gunicorn -w 4 --threads 32 -b 0.0.0.0:8080 \\
+        -k raider_sync.gateway.workers.WaitressWorker --no-control-socket \\
+        'raider_sync.gateway.relay:app_from_env(threads=32)'
 """
 from __future__ import annotations
 
@@ -32,8 +35,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="worker threads: requests served at once, SSE streams included "
                              "(default 16)")
     parser.add_argument("--workers", type=int, default=0, metavar="N",
-                        help="serve with gunicorn: N processes of --threads threads each "
-                             "(default 0: one waitress process)")
+                        help="serve with N waitress processes of --threads threads each on one "
+                             "socket, supervised by gunicorn (default 0: one waitress process)")
     parser.add_argument("--connection-limit", type=int, metavar="N",
                         help="connections held at once, slow ones included (default: from the "
                              "open-file limit, at most 10000)")
@@ -132,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_workers(args: argparse.Namespace, host: str, port: int, threads: int) -> int:
-    """gunicorn with ``--workers`` processes until SIGINT/SIGTERM (see :mod:`.workers`)."""
+    """``--workers`` waitress processes under gunicorn's master until SIGINT/SIGTERM (see
+    :mod:`.workers`)."""
     try:
         from .workers import serve
         import gunicorn  # noqa: F401
@@ -141,7 +145,7 @@ def _run_workers(args: argparse.Namespace, host: str, port: int, threads: int) -
               "(pip install 'raider_sync[gateway]')", file=sys.stderr)
         return 1
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    print(f"raider-sync gateway: serving on http://{bind} with {args.workers} gunicorn workers",
+    print(f"raider-sync gateway: serving on http://{bind} with {args.workers} worker processes",
           flush=True)
     serve(os.path.abspath(args.config), bind, args.workers, threads, args.usage_log,
           args.connection_limit, args.header_timeout)

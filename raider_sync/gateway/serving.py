@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import resource
 import signal
+import socket
 import threading
 import time
 from typing import Any, Optional
@@ -236,7 +237,9 @@ def _strict(server, header_timeout: float) -> None:
 
 
 class Serving:
-    """A waitress server for ``app`` on ``host:port`` (port 0: any free port, see ``port``).
+    """A waitress server for ``app`` on ``host:port`` (port 0: any free port, see ``port``), or
+    on ``sock``, a socket already bound and listening (shared by several processes, see
+    :mod:`raider_sync.gateway.workers`).
 
     ``run()`` serves in the calling thread until :meth:`stop`; ``start()`` serves in a thread
     named ``raider-gateway-serve``. ``stop(timeout)`` closes every connection and the listening
@@ -255,13 +258,14 @@ class Serving:
     def __init__(self, app, host: str = "127.0.0.1", port: int = 0, threads: int = 16,
                  max_request_bytes: Optional[int] = None, *,
                  connection_limit: Optional[int] = None,
-                 header_timeout: float = HEADER_TIMEOUT):
+                 header_timeout: float = HEADER_TIMEOUT, sock: Optional[socket.socket] = None):
         import waitress.server  # lazily: only serving needs it
 
         if max_request_bytes is None:
             max_request_bytes = getattr(getattr(app, "config", None), "max_request_bytes", None)
         self.settings = waitress_settings(threads, max_request_bytes, connection_limit)
-        self.server = waitress.server.create_server(app, host=host, port=port, **self.settings)
+        where = {"sockets": [sock]} if sock is not None else {"host": host, "port": port}
+        self.server = waitress.server.create_server(app, **where, **self.settings)
         _strict(self.server, header_timeout)
         self.host = self.server.effective_host
         self.port = self.server.effective_port

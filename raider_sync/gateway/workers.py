@@ -1,113 +1,123 @@
-"""``raider-sync gateway --workers N``: the relay under gunicorn, N processes of threads.
+"""``raider-sync gateway --workers N``: N waitress processes on one listening socket, under
+gunicorn's master.
 
-gunicorn (the ``gateway`` extra) is imported only here. Each worker process loads the config
-itself after the fork and holds its own :class:`~raider_sync.gateway.relay.Relay`, so the
-workers share nothing; the relay keeps no session state (session ids are sealed, see
-:mod:`raider_sync.gateway.sessions`), so any worker serves any request. The settings are the
-ones :func:`gunicorn_settings` returns and docs/gateway.md lists.
+gunicorn (the ``gateway`` extra, imported only here) binds the address once, forks N workers
+and supervises them: a worker that dies is replaced, SIGTERM and SIGINT stop them all, and the
+master reaps them. Each worker is a :class:`WaitressWorker`: it loads the config itself after
+the fork and serves its own :class:`~raider_sync.gateway.relay.Relay` with waitress
+(:class:`~raider_sync.gateway.serving.Serving`) on the inherited socket, so every worker
+accepts from the one socket and the workers share nothing else; the relay keeps no session
+state (session ids are sealed, see :mod:`raider_sync.gateway.sessions`), so any worker serves
+any request.
 
-gunicorn's gthread worker reads a request's headers in one of its threads, from a blocking
-socket: a client that trickles them would hold that thread for as long as it likes, and a few
-dozen such clients every thread. The workers here put a deadline on it: a connection whose
-request has not reached the application ``header_timeout`` seconds after its thread took it up
-is shut down by a watchdog thread (one per worker, checking every second).
+Why waitress in the workers rather than gunicorn's own ``gthread``: waitress reads a whole
+request in its event loop before a thread sees it, so a client that trickles its request
+costs a socket; gthread reads the request in one of its threads, so a few dozen such clients
+hold every thread (300 of them stopped two gthread workers of 16 threads; two waitress
+workers hold 500 with legitimate requests still served in milliseconds, see docs/gateway.md).
+waitress also tells the relay when a client left a silent stream, which frees that key's
+stream slot within a fraction of a second, where under gthread only the next write to the
+gone client did. Everything one waitress process does holds in every worker: the header
+deadline, the refusal of ``Content-Length`` with ``Transfer-Encoding``, the connection limit.
 
-SIGHUP to the gunicorn master is passed on to every worker, which re-reads its keys
+SIGHUP to the master is passed on to every worker, which re-reads its keys
 (:meth:`~raider_sync.gateway.relay.Relay.reload_keys`) without dropping a connection, instead
-of gunicorn's own restart of all workers.
+of gunicorn's own restart of all workers. The same worker serves gunicorn run by hand::
+
+    gunicorn -k raider_sync.gateway.workers.WaitressWorker --threads 32 ...
 """
 from __future__ import annotations
 
 import os
 import signal
-import socket
-import threading
-import time
 from typing import Any, Optional
+
+from gunicorn.workers.base import Worker
 
 from .config import GatewayConfig
 from .relay import Relay
-from .serving import CHANNEL_TIMEOUT, HEADER_TIMEOUT, connection_limit, reload_keys_on_sighup
+from .serving import HEADER_TIMEOUT, Serving, connection_limit, reload_keys_on_sighup
 
 GRACEFUL_TIMEOUT = 10
-_reading: dict[socket.socket, float] = {}  # this worker's sockets still reading a request
-_reading_lock = threading.Lock()
+WORKER_CLASS = "raider_sync.gateway.workers.WaitressWorker"
+
+
+class _Stop(Exception):
+    """Raised in a worker's event loop to leave it (see :meth:`WaitressWorker.run`)."""
+
+
+class WaitressWorker(Worker):
+    """A gunicorn worker that serves its WSGI app with waitress on the master's listening
+    socket: ``--threads`` threads, at most ``--worker-connections`` connections, a request's
+    headers within ``header_timeout`` seconds.
+
+    The heartbeat the master expects is sent from waitress's event loop (once a second, from
+    its maintenance), so a loop that hangs gets the worker replaced. SIGTERM, SIGINT or SIGQUIT,
+    or a master that went away, make the loop stop within a second; the app's ``close()`` (the
+    relay's: its streams end) is called, then every connection is closed and the threads are
+    joined, each bounded by a few seconds. Serves one listening address: a second ``--bind``
+    fails the worker's boot.
+    """
+
+    header_timeout = HEADER_TIMEOUT
+
+    def run(self) -> None:
+        if len(self.sockets) != 1:
+            raise RuntimeError(f"{type(self).__name__} serves one address, "
+                               f"not {len(self.sockets)} (one --bind)")
+        serving = Serving(self.wsgi, threads=self.cfg.threads,
+                          connection_limit=self.cfg.worker_connections,
+                          header_timeout=self.header_timeout, sock=self.sockets[0].sock)
+        tick = serving.server.maintenance
+
+        def heartbeat(now: float) -> None:
+            tick(now)
+            if not self.alive or os.getppid() != self.ppid:
+                raise _Stop  # out of the loop, past waitress's own handling of SystemExit
+            self.notify()
+
+        serving.server.maintenance = heartbeat
+        try:
+            serving.run()
+        except _Stop:
+            pass
+        finally:
+            close = getattr(self.wsgi, "close", None)
+            if callable(close):
+                close()  # ends relayed streams, so their threads can finish
+            serving.stop(timeout=max(1.0, min(5.0, self.cfg.graceful_timeout / 2)))
+
+    def handle_quit(self, sig, frame) -> None:
+        # gunicorn's own exits from the signal handler, in the middle of the event loop,
+        # where waitress would wait for the threads of open streams first
+        self.alive = False
 
 
 def gunicorn_settings(bind: str, workers: int, threads: int,
                       connections: Optional[int] = None) -> dict[str, Any]:
-    """gunicorn's settings for the relay: ``gthread`` workers (a sync worker would be held by
-    one SSE stream and killed by ``timeout`` in the middle of it), each with ``threads``
-    threads and at most :func:`~raider_sync.gateway.serving.connection_limit` connections;
-    request line and header limits; idle keep-alive connections closed after 60 seconds."""
+    """gunicorn's settings for ``--workers``: N :class:`WaitressWorker` processes, each with
+    ``threads`` threads and at most ``connections`` connections (default
+    :func:`~raider_sync.gateway.serving.connection_limit`)."""
     return {
-        "bind": [bind], "workers": max(1, workers), "worker_class": "gthread",
+        "bind": [bind], "workers": max(1, workers), "worker_class": WORKER_CLASS,
         "threads": max(1, threads), "worker_connections": connections or connection_limit(threads),
         "timeout": 60,  # the heartbeat of a worker process, not the length of a request
-        "graceful_timeout": GRACEFUL_TIMEOUT, "keepalive": CHANNEL_TIMEOUT,
-        "limit_request_line": 8190, "limit_request_fields": 100,
-        "limit_request_field_size": 8190, "backlog": 2048,
+        "graceful_timeout": GRACEFUL_TIMEOUT, "backlog": 2048,
         "accesslog": None, "errorlog": "-", "loglevel": "warning",
         "proc_name": "raider-sync-gateway",
+        # gunicorn's control socket is one path in the home directory, which a second
+        # gateway on the machine would take over; nothing here uses it
+        "control_socket_disable": True,
     }
-
-
-def _reached(relay: Relay):
-    """The WSGI app: ``relay``, noting first that the request's headers were read in time."""
-    def app(environ, start_response):
-        sock = environ.get("gunicorn.socket")
-        if sock is not None:
-            with _reading_lock:
-                _reading.pop(sock, None)
-        return relay(environ, start_response)
-    app.relay = relay
-    return app
-
-
-def _worker_class(header_timeout: float):
-    from gunicorn.workers.gthread import ThreadWorker
-
-    class GatewayWorker(ThreadWorker):
-        """gthread with a deadline on reading a request (see the module's docstring)."""
-
-        def init_process(self):
-            threading.Thread(target=self._watch, name="raider-gateway-headers",
-                             daemon=True).start()
-            super().init_process()
-
-        def handle(self, conn):
-            with _reading_lock:
-                _reading[conn.sock] = time.monotonic() + header_timeout
-            try:
-                return super().handle(conn)
-            finally:
-                with _reading_lock:
-                    _reading.pop(conn.sock, None)
-
-        def _watch(self):
-            while self.alive:
-                time.sleep(1.0)  # the deadline's granularity
-                now = time.monotonic()
-                with _reading_lock:
-                    late = [sock for sock, deadline in _reading.items() if deadline < now]
-                    for sock in late:
-                        del _reading[sock]
-                for sock in late:
-                    try:
-                        sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
-                    except OSError:
-                        pass
-
-    return GatewayWorker
 
 
 def serve(config_path: str, bind: str, workers: int, threads: int,
           usage_log: Optional[str] = None, connections: Optional[int] = None,
           header_timeout: float = HEADER_TIMEOUT) -> None:
-    """Run gunicorn in this process (the arbiter) until SIGINT/SIGTERM; blocks. Raises
-    ImportError when gunicorn is not installed. A bad config makes every worker fail to boot,
-    and gunicorn exits. ``header_timeout``: see the module's docstring."""
-    from gunicorn.app.base import BaseApplication  # lazily: only --workers needs it
+    """Run gunicorn's master in this process until SIGINT/SIGTERM; blocks. A bad config makes
+    every worker fail to boot, and gunicorn exits. ``header_timeout``: see
+    :class:`WaitressWorker`."""
+    from gunicorn.app.base import BaseApplication
     from gunicorn.arbiter import Arbiter
 
     class KeysArbiter(Arbiter):
@@ -120,16 +130,21 @@ def serve(config_path: str, bind: str, workers: int, threads: int,
                 except OSError:
                     pass
 
+    class GatewayWorker(WaitressWorker):
+        pass
+
+    GatewayWorker.header_timeout = header_timeout
+
     class Application(BaseApplication):
         def load_config(self):
             for name, value in gunicorn_settings(bind, workers, threads, connections).items():
                 self.cfg.set(name, value)
-            self.cfg.set("worker_class", _worker_class(header_timeout))
+            self.cfg.set("worker_class", GatewayWorker)
 
         def load(self):
             relay = Relay(GatewayConfig.load(config_path), usage_log=usage_log, threads=threads)
             reload_keys_on_sighup(relay)  # the worker's main thread loads the app
-            return _reached(relay)
+            return relay
 
         def run(self):
             KeysArbiter(self).run()

@@ -1,5 +1,5 @@
 """Request bodies a server must not read, under ``raider-sync gateway`` (waitress) and
-``--workers`` (gunicorn): faulty framing, malformed chunking, bodies over ``max_request_bytes``.
+``--workers`` (waitress in gunicorn's workers): faulty framing, malformed chunking, bodies over ``max_request_bytes``.
 Both answer them alike: the relay's JSON error, one usage event, the key checked before the
 size, no traceback in the log. Raw bytes over a socket: a client library would not send them."""
 from __future__ import annotations
@@ -121,10 +121,9 @@ def test_transfer_encoding_in_http10_is_400_and_the_connection_closed(served, fr
     assert "Traceback" not in served.since(mark)[1]
 
 
-@pytest.mark.parametrize("served", ["waitress"], indirect=True)  # gunicorn refuses it itself
 @pytest.mark.parametrize("framing", [b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
                                      b"Transfer-Encoding: chunked\r\n"])
-def test_transfer_encoding_in_http10_under_waitress_is_the_relays_refusal_and_one_log_line(
+def test_transfer_encoding_in_http10_is_the_relays_refusal_and_one_log_line(
         served, framing):
     mark = served.mark()
     with served.connect() as sock:

@@ -1,4 +1,4 @@
-"""Many processes: two relays (one waitress process, one gunicorn with two workers) behind a
+"""Many processes: two relays (one waitress process, one with ``--workers 2``) behind a
 round-robin load balancer with no session affinity, one MCP session across them, one relay
 killed mid-session; keys reloaded on SIGHUP in both."""
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 
 import pytest
 import requests
@@ -33,9 +32,9 @@ def test_one_session_across_relays_survives_losing_one(everything_http, tmp_path
     config.write_text(json.dumps({"servers": [{"name": "everything", "url": everything_http}],
                                   "keys_dir": str(keys)}))
     waitress_relay, url_a = relay_process(str(config), {}, "--threads", "8")
-    gunicorn_relay = balancer = serving = client = None
+    workers_relay = balancer = serving = client = None
     try:
-        gunicorn_relay, url_b = relay_process(str(config), {}, "--workers", "2", "--threads", "8")
+        workers_relay, url_b = relay_process(str(config), {}, "--workers", "2", "--threads", "8")
         balancer = RoundRobin([url_a, url_b])
         serving = Serving(balancer, threads=8).start()
         client = Mcp(f"{serving.url}/mcp/everything")
@@ -48,12 +47,12 @@ def test_one_session_across_relays_survives_losing_one(everything_http, tmp_path
         (keys / "bob.json").write_text(json.dumps(
             {"id": "bob", "key": BOB, "servers": ["everything"]}))
         os.kill(waitress_relay.pid, signal.SIGHUP)
-        os.kill(gunicorn_relay.pid, signal.SIGHUP)  # the master passes it to its workers
+        os.kill(workers_relay.pid, signal.SIGHUP)  # the master passes it to its workers
         for url in (url_a, url_b):
             assert wait_until(lambda url=url: all(
                 requests.get(f"{url}/v1/mcp/servers", headers={"X-Api-Key": BOB},
                              timeout=10).status_code == 200 for _ in range(4)), timeout=20), url
-        assert gunicorn_relay.poll() is None  # gunicorn did not restart or stop
+        assert workers_relay.poll() is None  # the master did not restart or stop
 
         waitress_relay.kill()  # one machine goes away mid-session
         waitress_relay.wait(10)
@@ -68,25 +67,7 @@ def test_one_session_across_relays_survives_losing_one(everything_http, tmp_path
             serving.stop()
         if balancer is not None:
             balancer.close()
-        for proc in (waitress_relay, gunicorn_relay):
+        for proc in (waitress_relay, workers_relay):
             if proc is not None:
                 stop_group(proc)
 
-
-def test_gunicorn_workers_cut_off_a_client_that_trickles_its_headers(tmp_path):
-    config = tmp_path / "gateway.json"
-    config.write_text(json.dumps({"servers": [{"name": "x", "url": "http://127.0.0.1:9/mcp"}],
-                                  "keys": [{"id": "alice", "env": "ALICE", "servers": ["x"]}]}))
-    proc, url = relay_process(str(config), {"ALICE": ALICE}, "--workers", "1", "--threads", "2",
-                              "--header-timeout", "1")
-    try:
-        host, port = url.rsplit("/", 1)[-1].split(":")
-        with socket.create_connection((host, int(port)), timeout=15) as sock:
-            sock.sendall(b"GET /v1/mcp/servers HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
-            # gthread reads headers in a thread from a blocking socket: without the deadline
-            # this read would wait for the 15 s socket timeout
-            assert sock.recv(4096) == b""
-        answer = requests.get(f"{url}/v1/mcp/servers", headers={"X-Api-Key": ALICE}, timeout=15)
-        assert answer.status_code == 200
-    finally:
-        stop_group(proc)
