@@ -18,14 +18,14 @@ import logging
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from . import launch
 from .budget import ToolBudget, budget_of
 from .calls import seconds, tool_arguments, unknown_tool_message
 from .config import McpConfig, ServerSpec, find_named
-from .errors import RaiderError, UnknownServer, UnknownTool
-from .futures import all_done, failed, then
+from .errors import NotConnected, RaiderError, ToolTimeout, UnknownServer, UnknownTool
+from .futures import Deadline, all_done, failed, settle, then
 from .lifecycle import UP
 from .server import McpServer
 
@@ -34,6 +34,8 @@ log = logging.getLogger("raider_sync.hub")
 #: how long, beyond a server's own kill_grace steps, a stop may take before it is given up on
 _STOP_MARGIN_S = 15.0
 _DEFAULT_TIMEOUT_S = 60.0
+#: how long a reload lets a replaced or removed server answer the calls already sent to it
+_DEFAULT_DRAIN_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class McpHub:
         self._clients: dict[str, McpServer] = {
             spec.name: self._new_client(spec) for spec in config.servers}
         self._mounted: list[Any] = []
+        self._retiring: list[McpServer] = []  # replaced or removed, draining in a reload
         self._started = False
 
     def __repr__(self) -> str:
@@ -268,8 +271,15 @@ class McpHub:
             target, arguments = self.route(name), _checked(name, arguments, timeout)
         except RaiderError as exc:
             return failed(exc)
-        return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
-                                  **self._raising(target, raise_on_error))
+
+        def send(target: Any, timeout: float | None) -> Future:
+            return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
+                                      **self._raising(target, raise_on_error))
+
+        if not isinstance(target, McpServer):
+            return send(target, timeout)
+        return self._rerouted_f(send(target, timeout), target, name,
+                                Deadline(seconds(timeout, target.call_timeout)), send)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
@@ -278,8 +288,58 @@ class McpHub:
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
         target, arguments = self.route(name), _checked(name, arguments, timeout)
-        return target.call_tool(name, arguments, timeout=timeout, on_progress=on_progress,
-                                **self._raising(target, raise_on_error))
+        deadline = (Deadline(seconds(timeout, target.call_timeout))
+                    if isinstance(target, McpServer) else None)
+        while True:
+            try:
+                return target.call_tool(name, arguments, timeout=timeout,
+                                        on_progress=on_progress,
+                                        **self._raising(target, raise_on_error))
+            except NotConnected:
+                if deadline is None or not self._was_replaced(target):
+                    raise
+                target, timeout = self.route(name), _left(deadline, name)
+
+    def _was_replaced(self, target: Any) -> bool:
+        """Whether ``target`` is a client a reload has replaced or removed since the call was
+        routed to it. Such a client refuses the calls it has not sent (NotConnected): the
+        hub sends them again to the server now in its place, which :meth:`route` finds."""
+        if not isinstance(target, McpServer):
+            return False
+        with self._lock:
+            return self._clients.get(target.name) is not target
+
+    def _rerouted_f(self, future: Future, target: McpServer, name: str, deadline: Deadline,
+                    send: Callable[[Any, float], Future]) -> Future:
+        """``future``, or, once it fails with NotConnected from a client a reload replaced,
+        ``send(new_target, seconds_left)`` (see :meth:`call_tool`); no thread of its own."""
+        outer: Future = Future()
+        current = [future]
+
+        def settled(done: Future, target: Any) -> None:
+            error = None if done.cancelled() else done.exception()
+            if isinstance(error, NotConnected) and self._was_replaced(target):
+                try:
+                    target = self.route(name)
+                    current[0] = again = send(target, _left(deadline, name))
+                except RaiderError as exc:
+                    settle(outer, error=exc)
+                    return
+                if outer.cancelled():
+                    again.cancel()
+                again.add_done_callback(lambda done: settled(done, target))
+            elif done.cancelled():
+                outer.cancel()
+            else:
+                settle(outer, result=None if error is not None else done.result(), error=error)
+
+        def cancelled(done: Future) -> None:
+            if done.cancelled():
+                current[0].cancel()
+
+        outer.add_done_callback(cancelled)
+        future.add_done_callback(lambda done: settled(done, target))
+        return outer
 
     def _raising(self, target: Any, raise_on_error: bool | None) -> dict:
         """The ``raise_on_error`` argument for ``target``: the call's, else the hub's. A
@@ -293,14 +353,18 @@ class McpHub:
 
     # -- reload and stop -----------------------------------------------------------------
 
-    def reload(self, config: McpConfig | dict) -> ReloadResult:
+    def reload(self, config: McpConfig | dict, *, drain: float = _DEFAULT_DRAIN_S) -> ReloadResult:
         """Take the servers of ``config``: a client whose ``fingerprint`` is unchanged is
-        kept (a failed, stopped or needs-auth one is retried, e.g. after a login); removed
-        and changed ones are stopped (in parallel, blocking until they are); new and changed
-        ones are started if the hub has been started (see :meth:`start_f` to wait for them).
-        Returns what changed."""
+        kept (a failed, stopped or needs-auth one is retried, e.g. after a login); new and
+        changed ones are started if the hub has been started (see :meth:`start_f` to wait
+        for them), and take the calls from then on (a call waits for its server's start
+        within its own timeout); removed and changed ones are stopped, in parallel, once the
+        calls already sent to them are answered or ``drain`` s (default 30) have passed
+        (see :meth:`McpServer.stop`). Blocks until they are stopped. Returns what changed.
+        Raises InvalidArgument for a negative ``drain``."""
         if isinstance(config, dict):
             config = McpConfig.from_dict(config)
+        drain = seconds(drain or None, 0.0, "drain")  # 0 is allowed; checked before anything changes
         with self._reload_lock:
             with self._lock:
                 old = dict(self._clients)
@@ -325,21 +389,30 @@ class McpHub:
                     retired.append(client)
                     reasons[name] = "removed"
             with self._lock:
+                # started before anyone sees them, so a call routed to one waits for its
+                # start instead of finding it "configured"; and under the lock, so a stop
+                # meanwhile sees (and stops) what was started
+                if self._started:
+                    for name in started:
+                        clients[name].start_f()
                 self._clients = clients
                 self.config = config
-                start = self._started
-            if start:  # before the old ones stop: a call meanwhile waits for its new server
-                for name in started:
-                    clients[name].start_f()
-            _stop_all(retired)
+                self._retiring = retired  # a stop meanwhile cuts their drain short
+            try:
+                _stop_all(retired, drain, {client.name: _retired_reason(reasons[client.name])
+                                           for client in retired})
+            finally:
+                with self._lock:
+                    self._retiring = []
         return ReloadResult(kept, started, [client.name for client in retired], reasons)
 
     def stop(self) -> None:
         """Stop every server and mounted tool server, all in parallel; returns when they are
-        stopped (each within its own ``kill_grace`` steps). Safe to repeat."""
+        stopped (each within its own ``kill_grace`` steps), the servers a reload is draining
+        too. Safe to repeat."""
         with self._lock:
             self._started = False
-            everything = list(self._clients.values()) + list(self._mounted)
+            everything = list(self._clients.values()) + self._retiring + list(self._mounted)
         _stop_all(everything)
 
 
@@ -360,27 +433,46 @@ def _restart_reason(existing: McpServer | None, candidate: McpServer) -> str | N
     return f"changed: {launch.what_changed(before, after) or 'the prefix'}"
 
 
-def _stop_all(servers: list[Any]) -> None:
-    """Stop ``servers`` on one thread each and join them all."""
+def _retired_reason(reason: str) -> str:
+    """The ``reason`` a client replaced or removed by a reload is stopped with."""
+    return "removed by a reload" if reason == "removed" else f"replaced by a reload; {reason}"
+
+
+def _stop_all(servers: list[Any], drain: float = 0.0,
+              reasons: dict[str, str] | None = None) -> None:
+    """Stop ``servers`` on one thread each and join them all; with ``drain`` (s), each
+    after the calls already sent to it are answered (at most that long), stopped with its
+    reason from ``reasons`` (by name)."""
     threads = []
     for server in servers:
-        thread = threading.Thread(target=_stop_one, args=(server,),
+        options = {}
+        if reasons is not None:
+            options = {"drain": drain, "reason": reasons.get(server.name)}
+        thread = threading.Thread(target=_stop_one, args=(server, options),
                                   name=f"raider-{getattr(server, 'key', 'server')}-stop",
                                   daemon=True)
         thread.start()
         threads.append((server, thread))
     for server, thread in threads:
-        thread.join(2 * getattr(server, "kill_grace", 0) + _STOP_MARGIN_S
+        thread.join(drain + 2 * getattr(server, "kill_grace", 0) + _STOP_MARGIN_S
                     + getattr(server, "startup_timeout_ms", 0) / 1000)
         if thread.is_alive():
             log.warning("stopping %s is taking long; left to finish", server.name)
 
 
-def _stop_one(server: Any) -> None:
+def _stop_one(server: Any, options: dict) -> None:
     try:
-        server.stop()
+        server.stop(**options)
     except Exception:  # noqa: BLE001 - one failing stop must not keep the others running
         log.exception("stopping %s failed", getattr(server, "name", server))
+
+
+def _left(deadline: Deadline, name: str) -> float:
+    """The seconds a call of ``name`` sent again has left; raises ToolTimeout when none."""
+    left = deadline.left()
+    if left <= 0:
+        raise ToolTimeout(f"MCP tool call {name!r} timed out while its server was replaced")
+    return left
 
 
 def _checked(name: str, arguments: Any, timeout: Any) -> dict:

@@ -5,6 +5,8 @@
   caller hears of it, an HTTP server out of reach reads ``degraded``.
 - :class:`Restarts` keeps the count of a :class:`~raider_sync.config.RestartPolicy`: crashes,
   restarts in a row, and when the next one may come.
+- :class:`InFlight` counts the requests sent and not yet settled, so that a stop may drain
+  them: once it closes, a request is refused before anything is sent.
 - :func:`when_started` makes a call wait for a start under way, bounded by the call's own
   timeout, without a thread of its own.
 """
@@ -17,6 +19,7 @@ import weakref
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from .calls import seconds
 from .config import RestartPolicy
 from .errors import (ConnectionClosed, ConsentRequired, McpError, NotConnected, TransportError,
                      last_stderr_line)
@@ -81,6 +84,7 @@ class Lifecycle:
             if self._status == "stopped":
                 self._status_changed_to("configured", None)
                 self._background = self._new_background()
+                self._in_flight.reopen()
                 live.add(self)
             future = self._begin_start()
         self.log.info("%s: restarting", self.name)
@@ -230,10 +234,19 @@ class Lifecycle:
 
     # -- stop ----------------------------------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self, *, drain: float = 0.0, reason: str | None = None) -> None:
         """Stop the server: pending calls fail at once; a stdio process gets its stdin closed,
-        then SIGTERM, then SIGKILL, ``kill_grace`` s apart. Status stopped. Safe to repeat."""
-        self._shutdown(grace=True)
+        then SIGTERM, then SIGKILL, ``kill_grace`` s apart. Status stopped. Safe to repeat.
+
+        ``drain`` (s) first gives the calls already sent that long to be answered (blocking
+        until they are, at most that long); calls made meanwhile fail with NotConnected and
+        nothing of them is sent. ``reason`` (default "stopped by the client") becomes the
+        stopped server's ``reason`` and is said by the ConnectionClosed of a call still
+        unanswered. Raises InvalidArgument for a negative ``drain``."""
+        drain = seconds(drain or None, 0.0, "drain")  # 0 (no drain) is allowed, unlike a timeout
+        if drain:
+            self._in_flight.close(reason or "stopped by the client", drain)
+        self._shutdown(grace=True, reason=reason)
 
     def stop_f(self) -> Future:
         """:meth:`stop` in the background; a future of None."""
@@ -243,24 +256,25 @@ class Lifecycle:
         """Kill a stdio process at once (SIGKILL to its group); status stopped."""
         self._shutdown(grace=False)
 
-    def _shutdown(self, grace: bool) -> None:
+    def _shutdown(self, grace: bool, reason: str | None = None) -> None:
+        why = reason or "stopped by the client"
         with self._lock:
             already = self._status == "stopped"
             plain = self._status != "failed"
             if not already:
                 self._generation += 1  # what the old connection still says is ignored
-                self._status_changed_to("stopped", self._reason if not plain
-                                        else "stopped by the client")
+                self._status_changed_to("stopped", self._reason if not plain else why)
             start_thread = self._start_thread
         if not already:
             self._notify_status()
-        self._close_connection(ConnectionClosed(f"MCP server {self.name!r} was stopped"),
+        lost = f" before it answered: {reason}" if reason else ""
+        self._close_connection(ConnectionClosed(f"MCP server {self.name!r} was stopped{lost}"),
                                grace=grace)
         last = last_stderr_line(self.stderr_tail)
         if not already and plain and last:
             with self._lock:
                 if self._status == "stopped":
-                    self._reason = f"stopped by the client (last stderr line: {last})"
+                    self._reason = f"{why} (last stderr line: {last})"
         if start_thread is not None and start_thread is not threading.current_thread():
             start_thread.join(self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5)
         with self._lock:
@@ -342,6 +356,43 @@ def restart_policy(value: Any) -> RestartPolicy | None:
         return RestartPolicy(**value)
     raise TypeError(f"restart must be a RestartPolicy, a dict or a bool, "
                     f"not {type(value).__name__}")
+
+
+class InFlight:
+    """The requests of a server sent and not yet settled, and a door a draining stop closes:
+    once closed, :meth:`enter` refuses, so a request is either counted (and waited for) or
+    never sent. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._count = 0
+        self._closed: str | None = None
+
+    def enter(self) -> str | None:
+        """Count one request about to be sent; once closed, why not (nothing counted)."""
+        with self._cond:
+            if self._closed is not None:
+                return self._closed
+            self._count += 1
+            return None
+
+    def leave(self, _: Any = None) -> None:
+        """A counted request settled (a future's done callback)."""
+        with self._cond:
+            self._count -= 1
+            if not self._count:
+                self._cond.notify_all()
+
+    def close(self, why: str, timeout: float) -> bool:
+        """Refuse requests from now on, saying ``why``; block until none counted is left, at
+        most ``timeout`` s. True when none is."""
+        with self._cond:
+            self._closed = why
+            return self._cond.wait_for(lambda: not self._count, timeout)
+
+    def reopen(self) -> None:
+        with self._cond:
+            self._closed = None
 
 
 class Restarts:

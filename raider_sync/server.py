@@ -24,11 +24,12 @@ from .capabilities import ClientCapabilities, Handler, Roots
 from .calls import seconds, tool_arguments, unknown_tool_message
 from .config import RestartPolicy, ServerSpec, tool_name
 from .content import default_max_output_tokens, limit_content, strip_private_meta
-from .errors import (ConfigError, McpError, RaiderError, RequestTimeout, ToolTimeout,
-                     TransportError, UnknownTool, UnsupportedProtocol, last_stderr_line)
+from .errors import (ConfigError, McpError, NotConnected, RaiderError, RequestTimeout,
+                     ToolTimeout, TransportError, UnknownTool, UnsupportedProtocol,
+                     last_stderr_line)
 from .futures import Deadline, Deadlines, failed, resolved, then, wait_bounded
 from .jsonrpc import ProgressCallback, Session
-from .lifecycle import UP, Lifecycle, Restarts, live, restart_policy, when_started
+from .lifecycle import UP, InFlight, Lifecycle, Restarts, live, restart_policy, when_started
 from .listings import Listings
 from .results import ToolResult
 from .protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
@@ -128,6 +129,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         self._generation = 0  # one per start: what an older connection says is ignored
         self._restarts = Restarts(restart_policy(spec.restart if restart is None else restart))
         self._start_waits: Deadlines | None = None
+        self._in_flight = InFlight()  # what a draining stop waits for
         self._tools: list[dict] = []
         self._original: dict[str, str] = {}
         self._output_schemas: dict[str, dict] = {}  # by original name
@@ -425,22 +427,40 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         (a due restart of a failed server begins first); else a future failed with
         NotConnected."""
         if self._status in UP:  # the usual case, read unlocked: a stop meanwhile fails the send
-            return send(timeout, inline)
+            return self._counted(send, timeout, inline)
         why = self._maybe_restart() if self._status == "failed" else ""
         with self._lock:
             status, start = self._status, self._start_future
             waits = self._waits() if status == "starting" else None
         if status in UP:
-            return send(timeout, inline)
+            return self._counted(send, timeout, inline)
         if status != "starting" or start is None or waits is None:
             return failed(self._not_connected(why))
 
         def after_start(left: float) -> Future:
-            return send(left, False) if self._status in UP else failed(self._not_connected())
+            if self._status not in UP:
+                return failed(self._not_connected())
+            return self._counted(send, left, False)
 
         return when_started(start, timeout, after_start, waits, lambda: timeout_error(
             f"{what} timed out after {timeout:g} s: MCP server {self.name!r} was still "
             f"starting"))
+
+    def _counted(self, send: Callable[[float, bool], Future], left: float,
+                 inline: bool) -> Future:
+        """``send(left, inline)``, counted until its future settles (a draining stop waits
+        for it); once a drain has begun, a future failed with NotConnected, nothing sent."""
+        refused = self._in_flight.enter()
+        if refused is not None:
+            return failed(NotConnected(f"MCP server {self.name!r} is not connected "
+                                       f"(stopping: {refused})"))
+        try:
+            future = send(left, inline)
+        except BaseException:
+            self._in_flight.leave()
+            raise
+        future.add_done_callback(self._in_flight.leave)
+        return future
 
     def _waits(self) -> Deadlines:
         """The timer of calls waiting for a start (the lock is held)."""

@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from conftest import FAKE_SERVER, SDK_SERVER, config_of, fake_spec, run_script
+from conftest import FAKE_SERVER, SDK_SERVER, config_of, fake_spec, poll, run_script
 from fakes.http_peers import HttpPeer
 
 from raider_sync import (ConnectionClosed, InvalidArgument, McpHub, McpServer, NotConnected,
@@ -234,6 +234,30 @@ def test_a_stopped_servers_reason_carries_its_last_stderr_line():
     assert server.reason == f"stopped by the client (last stderr line: {last})"
 
 
+def test_a_draining_stop_answers_the_calls_already_sent_and_refuses_new_ones():
+    server = sdk_server()
+    server.initialize(WAIT)
+    running = threading.Event()
+    slow = server.call_tool_f("mcp__sdk__slow", {"seconds": 1, "steps": 4}, timeout=WAIT,
+                              on_progress=lambda *_: running.set())
+    assert running.wait(WAIT)
+    stopper = threading.Thread(target=server.stop, kwargs={"drain": WAIT, "reason": "retired"},
+                               name="test-draining-stop")
+    stopper.start()
+    try:
+        def refusal():
+            error = server.call_tool_f("mcp__sdk__echo", {"message": "x"}).exception(WAIT)
+            return error if isinstance(error, NotConnected) else None
+        refused = poll(refusal, WAIT, "a call refused while the stop drains")
+        assert str(refused) == "MCP server 'sdk' is not connected (stopping: retired)"
+        assert slow.result(WAIT).text == "slept 1.0"  # answered, then stopped
+    finally:
+        stopper.join(WAIT)
+    assert server.status == "stopped" and server.reason.startswith("retired")
+    with pytest.raises(InvalidArgument, match="drain"):
+        server.stop(drain=-1)
+
+
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_an_unreachable_http_server_reads_degraded_until_it_answers_again(era):
     peer = HttpPeer.sdk("--json").start()
@@ -392,8 +416,8 @@ def test_calls_during_a_reload_that_changes_a_server_wait_for_the_new_one():
             for thread in threads:
                 thread.join(WAIT)
         assert result.started == ["sdk"]
-        # the retired client's calls in flight may fail as it stops; none says "starting"
-        assert not [e for e in errors if "starting" in str(e) or "configured" in str(e)]
+        # the retired client answers the calls in flight before it stops
+        assert errors == []
 
 
 # -- *_f methods return at once ------------------------------------------------------

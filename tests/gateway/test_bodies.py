@@ -1,5 +1,6 @@
 """Request bodies a server must not read, under ``raider-sync gateway`` (waitress) and
-``--workers`` (waitress in gunicorn's workers): faulty framing, malformed chunking, bodies over ``max_request_bytes``.
+``--workers`` (waitress in gunicorn's workers): faulty framing, malformed chunking, bodies over
+``max_request_bytes``.
 Both answer them alike: the relay's JSON error, one usage event, the key checked before the
 size, no traceback in the log. Raw bytes over a socket: a client library would not send them."""
 from __future__ import annotations
