@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from ..errors import McpError, RequestTimeout, SubscriptionEnded
 from ..futures import Deadline, failed, resolved
 from ..lifecycle import UP
 from .cache import ResultCache, check_mode
@@ -120,7 +121,8 @@ class EraSeam:
 
     def _listen_internally(self, kinds: dict) -> Subscription | None:
         try:
-            return self.listen(**kinds, uris=(), store=False, on_end=self._listen_again)
+            return self.listen(**kinds, uris=(), store=False, on_end=self._listen_again,
+                               opened=False)
         except Exception as exc:  # noqa: BLE001 - lists are then only fetched on demand
             self.server.log.warning("%s: listening for list changes failed: %s",
                                     self.server.name, exc)
@@ -207,11 +209,14 @@ class EraSeam:
 
     def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
                uris=(), timeout: float = 30.0, store: bool = True,
-               on_end=None) -> Subscription:
+               on_end=None, opened: bool = True) -> Subscription:
         """A :class:`Subscription` to the changes asked for. Stateless era: one
-        ``subscriptions/listen`` request, cancelled at close. Handshake era: the session's
+        ``subscriptions/listen`` request, cancelled at close; with ``opened``, blocks until
+        the server acknowledges it (at most ``timeout`` s), and raises what it answered
+        instead (McpError for a server that cannot serve it). Handshake era: the session's
         notifications, with ``resources/subscribe`` for each URI (blocks up to ``timeout`` s
-        for each). Raises NotConnected, McpError."""
+        for each). Raises NotConnected, McpError, SubscriptionEnded (a listen ended before
+        it was acknowledged), RequestTimeout (not acknowledged in time)."""
         server = self.server
         session = server._session
         if server.status not in (*UP, "starting") or session is None:
@@ -237,7 +242,39 @@ class EraSeam:
         for method, params in early:
             sub.offer(method, params)
         sub.follow(future, on_end)
+        if opened:
+            self._until_acknowledged(session, sub, future, timeout)
         return sub
+
+    def _until_acknowledged(self, session: "Session", sub: Subscription, future: Future,
+                            timeout: float) -> None:
+        """Block until the server acknowledged ``sub`` (at most ``timeout`` s). A listen it
+        answered (or never acknowledged) is closed and its answer raised: a server that
+        cannot serve the listen says so here, not at the first ``next``."""
+        sub.wait_acknowledged(timeout)  # set by the acknowledgement, or by the end
+        if sub.honored is None and future.done():
+            # the answer settles on the reader thread, the acknowledgement on the
+            # notification thread: let the notifications already received be handled first
+            handled = threading.Event()
+            session.run_in_order(handled.set)
+            handled.wait(ACKNOWLEDGE_WAIT)
+        if sub.honored is not None:
+            return  # acknowledged: an end after that is next()'s to say
+        answered = future.done()
+        sub.close()  # cancels the listen request when it is still open
+        name = self.server.name
+        if not answered:
+            raise RequestTimeout(f"MCP server {name!r} did not acknowledge "
+                                 f"subscriptions/listen within {timeout:g} s")
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, McpError):
+            raise McpError(error.code, f"MCP server {name!r} cannot serve this listen: "
+                                       f"subscriptions/listen was answered with "
+                                       f"{error.message!r}", error.data) from error
+        if error is not None:
+            raise error
+        raise SubscriptionEnded(f"MCP server {name!r} ended subscriptions/listen before "
+                                f"acknowledging it")
 
     def _forget(self, sub: Subscription, future: Future) -> None:
         with self._subs_lock:

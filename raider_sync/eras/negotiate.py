@@ -13,10 +13,11 @@
   verdict: they fail the start. The verdict is remembered per server fingerprint for the
   life of the process; a legacy verdict that a later ``initialize`` contradicts (-32022)
   is dropped and the server probed again.
-- ``"modern"``: the same probe, but a handshake-era server fails the start with the reason.
+- ``"modern"``: the same probe, but a handshake-era server fails the start with
+  UnsupportedProtocol, naming the revisions on both sides and the fix.
 - ``"legacy"``: the handshake only.
-- an exact revision: ``"2026-07-28"`` skips the fallback; a handshake revision is offered in
-  ``initialize``.
+- an exact revision: ``"2026-07-28"`` skips the fallback (a handshake-era server fails the
+  start as with ``"modern"``); a handshake revision is offered in ``initialize``.
 """
 from __future__ import annotations
 
@@ -61,29 +62,36 @@ def check_choice(protocol: str) -> str:
 
 
 class LegacyVerdict(RaiderError):
-    """The probe found a handshake-era server; the message says what it answered."""
+    """The probe found a handshake-era server; the message says what it answered.
+    ``supported``: the revisions the server named, if it named any."""
+
+    def __init__(self, message: str, *, supported: list | None = None):
+        super().__init__(message)
+        self.supported = supported
 
 
 Probe = Callable[[str, float], dict]
 
 
-def probe(send: Probe, version: str, timeout: float, *, retried: bool = False) -> Description:
+def probe(send: Probe, version: str, timeout: float, *, retried: bool = False,
+          offered: tuple[str, ...] = MODERN_VERSIONS) -> Description:
     """``server/discover`` at ``version`` through ``send(version, seconds)`` (which returns the
-    result or raises). The server's Description when it speaks the stateless revision.
-    Raises LegacyVerdict when it speaks only the handshake, UnsupportedProtocol when it
-    shares no revision with raider_sync, and passes on what is no verdict (an unreachable
-    server, 401/403, a closed connection)."""
+    result or raises). The server's Description when it speaks a stateless revision of
+    ``offered``. Raises LegacyVerdict when it speaks only the handshake, UnsupportedProtocol
+    when it shares no revision with raider_sync, and passes on what is no verdict (an
+    unreachable server, 401/403, a closed connection)."""
     try:
         result = send(version, timeout)
     except McpError as exc:
         if exc.code == UNSUPPORTED_VERSION and supported_of(exc) is not None:
             supported = supported_of(exc) or []
-            modern = pick_version(supported, MODERN_VERSIONS)
+            modern = pick_version(supported, offered)
             if modern is not None and not retried:
-                return probe(send, modern, timeout, retried=True)
+                return probe(send, modern, timeout, retried=True, offered=offered)
             if modern is None and pick_version(supported, LEGACY_VERSIONS):
-                raise LegacyVerdict(f"the server supports {', '.join(supported)}") from None
-            raise no_overlap(supported, MODERN_VERSIONS + LEGACY_VERSIONS) from None
+                raise LegacyVerdict(f"the server supports {', '.join(supported)}",
+                                    supported=supported) from None
+            raise no_overlap(supported, offered + LEGACY_VERSIONS) from None
         if exc.code in MODERN_CODES:
             raise  # a stateless server refusing the probe itself: its reason is the failure
         raise LegacyVerdict(f"server/discover was answered with error {exc.code}: "
@@ -95,15 +103,31 @@ def probe(send: Probe, version: str, timeout: float, *, retried: bool = False) -
             raise
         raise LegacyVerdict(f"server/discover was refused with HTTP {exc.status_code}") from None
     try:
-        return describe(result, MODERN_VERSIONS)
+        return describe(result, offered)
     except UnsupportedProtocol as exc:
         supported = result.get("supportedVersions") or []
         if pick_version(supported, LEGACY_VERSIONS):
-            raise LegacyVerdict(f"server/discover names only {', '.join(supported)}") from None
-        raise no_overlap(supported, MODERN_VERSIONS + LEGACY_VERSIONS) from exc
+            raise LegacyVerdict(f"server/discover names only {', '.join(supported)}",
+                                supported=list(supported)) from None
+        raise no_overlap(supported, offered + LEGACY_VERSIONS) from exc
     except McpError as exc:
         raise LegacyVerdict(f"server/discover's answer is not a discover result "
                             f"({exc.message})") from None
+
+
+def era_refused(protocol: str, verdict: LegacyVerdict) -> UnsupportedProtocol:
+    """The failure of a start that ``protocol`` ("modern" or a stateless revision) bound to
+    the stateless era, when the probe found a handshake-era server: both sides' revisions
+    and the fix named."""
+    asked = list(MODERN_VERSIONS) if protocol == "modern" else [protocol]
+    theirs = (f"the server supports {', '.join(verdict.supported)}" if verdict.supported
+              else f"the server speaks only the initialize handshake ({verdict})")
+    return UnsupportedProtocol(
+        UNSUPPORTED_VERSION,
+        f"protocol is {protocol!r}: raider_sync asked for the stateless revision "
+        f"{', '.join(asked)}, but {theirs}; set \"protocol\": \"legacy\" (or \"auto\") in "
+        f"the server's entry to speak the handshake",
+        {"requested": asked, "supported": verdict.supported})
 
 
 class ModernConnection:
@@ -154,9 +178,9 @@ def open_era(protocol: str, fingerprint: str, send: Probe, handshake: Callable[[
         return None
     if protocol in MODERN_VERSIONS:
         try:
-            return describe(send(protocol, deadline.left()), (protocol,))
-        except LegacyVerdict as exc:  # pragma: no cover - describe raises McpError
-            raise McpError(-32603, str(exc)) from None
+            return probe(send, protocol, deadline.left(), offered=(protocol,))
+        except LegacyVerdict as verdict:
+            raise era_refused(protocol, verdict) from None
     if protocol == "auto" and remember_era and remembered(fingerprint) == "legacy":
         try:
             handshake(LEGACY_VERSIONS[0])
@@ -169,8 +193,7 @@ def open_era(protocol: str, fingerprint: str, send: Probe, handshake: Callable[[
         description = probe(send, MODERN_VERSIONS[0], probe_time(deadline, probe_timeout))
     except LegacyVerdict as verdict:
         if protocol == "modern":
-            raise McpError(-32603, f"the server speaks only the initialize handshake "
-                                   f"({verdict}), and protocol is 'modern'") from None
+            raise era_refused(protocol, verdict) from None
         return _fallback(fingerprint, send, handshake, deadline, probe_timeout, remember_era)
     if remember_era:
         remember(fingerprint, "modern")
