@@ -22,8 +22,9 @@ from .listen import (ACKNOWLEDGED, KINDS, LISTEN_TIMEOUT, UPDATED, Subscription,
                      listen_params)
 from .modern import (CACHEABLE, META_SUBSCRIPTION, ROUND_METHODS, Description,
                      modern_capabilities)
-from .negotiate import (PROBE_TIMEOUT, ModernConnection, check_choice, discover_sender,
-                        open_era)
+from . import liveness
+from .negotiate import (LEGACY_FIX, PROBE_TIMEOUT, ModernConnection, check_choice,
+                        discover_sender, open_era, remembered)
 from .rounds import MAX_INPUT_ROUNDS, request_rounds_f
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,7 +75,11 @@ class EraSeam:
         self.cache.clear()
         session.stamp = None
         capabilities = modern_capabilities(server._client_capabilities())
-        send = discover_sender(session, transport, capabilities, server.client_info)
+        # over stdio the probe can tell a server ignoring it from a slow one; over HTTP a
+        # slow answer may be an authorization under way, and the server answers anyway
+        send = discover_sender(session, transport, capabilities, server.client_info,
+                               liveness=server.transport == "stdio",
+                               stalled=self._stalled if server.transport == "stdio" else None)
 
         def handshake(version: str) -> None:
             transport.stateless(None)
@@ -85,9 +90,22 @@ class EraSeam:
         if server.transport == "sse" and protocol == "auto":
             protocol = "legacy"  # HTTP+SSE belongs to the handshake era alone
         description = open_era(protocol, server.fingerprint, send, handshake, deadline,
-                               server.probe_timeout)
+                               server.probe_timeout, warn=self._warn)
         if description is not None:
             self._become_modern(session, description, capabilities)
+
+    def _warn(self, message: str) -> None:
+        self.server.log.warning("MCP server %r: %s", self.server.name, message)
+
+    def _stalled(self, seconds_left: float) -> None:
+        """The probe has waited long: say so, and how to skip it, unless the server was
+        found to speak the stateless era before (then it is only slow to start)."""
+        if remembered(self.server.fingerprint) == "modern":
+            return
+        self._warn(f"no answer to server/discover after {liveness.STALL_WARNING:g} s; "
+                   f"waiting up to {seconds_left:.0f} s more (a server still starting answers "
+                   f"late); if it speaks only the initialize handshake, {LEGACY_FIX} to start "
+                   f"it without the probe")
 
     def _become_modern(self, session: "Session", description: Description,
                        capabilities: dict) -> None:
