@@ -4,7 +4,7 @@
      +-- ConfigError (also ValueError)        bad .mcp.json / gateway config, names the field
  +-- InvalidArgument (also ValueError)    a call's argument that cannot be used, named
      +-- McpError                             a JSON-RPC error answer: code, message, data
-     |    +-- UnsupportedProtocol             the server speaks no revision raider_sync knows
+     |    +-- UnsupportedProtocol             no revision in common, or not the one pinned
      +-- NotConnected                         the server is not (or no longer) connected
      +-- UnknownTool (also LookupError)       no tool of that name
      +-- UnknownServer (also LookupError)     no configured server of that name
@@ -56,7 +56,26 @@ class McpError(RaiderError):
 
 
 class UnsupportedProtocol(McpError):
-    """The server speaks no protocol revision that raider_sync accepts."""
+    """The server speaks no protocol revision that raider_sync accepts, or not the one
+    ``protocol`` pins. The message names the revisions raider_sync asked for
+    (:attr:`requested`), those the server offers when it said (:attr:`supported`) and the
+    setting that fixes it. ``code`` is -32022, the protocol's code for this refusal, whether
+    or not the server sent it, so ``str()`` is the message alone."""
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def requested(self) -> list[str]:
+        """The revisions raider_sync asked for (empty when not known)."""
+        asked = self.data.get("requested") if isinstance(self.data, dict) else None
+        return [asked] if isinstance(asked, str) else list(asked or [])
+
+    @property
+    def supported(self) -> list[str] | None:
+        """The revisions the server named as its own, or None when it named none."""
+        offered = self.data.get("supported") if isinstance(self.data, dict) else None
+        return list(offered) if isinstance(offered, list) else None
 
 
 class NotConnected(RaiderError):

@@ -520,9 +520,12 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         """Subscribe to changes: the tool, prompt or resource lists, and updates of the
         resources ``uris``. A :class:`~raider_sync.eras.listen.Subscription` (context
         manager; ``next(timeout)``, ``events(timeout)``), the same in both eras (see
-        :mod:`raider_sync.eras.listen`). Blocks only in the handshake era, for
+        :mod:`raider_sync.eras.listen`). Blocks until the listen is open: in the stateless
+        era until the server acknowledges ``subscriptions/listen``, in the handshake era for
         ``resources/subscribe`` (``timeout`` s each, default the call timeout). Raises
-        NotConnected, McpError."""
+        NotConnected; McpError for a listen the server refuses (one that serves no
+        ``subscriptions/listen`` among them), at once rather than at ``next``;
+        SubscriptionEnded or RequestTimeout for one it ends, or does not acknowledge, first."""
         return self._era.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
                                 timeout=timeout or self.call_timeout)
 

@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 from raider_sync import McpConfig, timer
+from raider_sync.eras import verdicts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")
@@ -171,6 +172,26 @@ def _fds() -> set[str]:
         return set(os.listdir("/proc/self/fd"))
     except OSError:
         return set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_era_cache(tmp_path_factory):
+    """Era verdicts of servers that session- and module-scoped fixtures start are kept in
+    this session's temporary folder, never in the user's cache folder."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv(verdicts.ENV, str(tmp_path_factory.mktemp("era-cache")))
+    yield
+    patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def era_cache(tmp_path_factory, monkeypatch):
+    """Every test keeps the era verdicts of ``protocol: auto`` (raider_sync.eras.verdicts)
+    in a folder of its own, which the processes it starts inherit: a verdict one test left
+    must not decide how another's server starts. The folder, for tests that look in it."""
+    folder = tmp_path_factory.mktemp("era-cache")
+    monkeypatch.setenv(verdicts.ENV, str(folder))
+    return folder
 
 
 @pytest.fixture(autouse=True)

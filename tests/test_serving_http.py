@@ -14,7 +14,7 @@ import pytest
 import requests
 from conftest import config_of, free_port, wait_for_port
 
-from raider_sync import McpServer, SubscriptionEnded, ToolServer
+from raider_sync import McpError, McpServer, SubscriptionEnded, ToolServer
 from raider_sync.gateway.cli import Serving
 from raider_sync.serving_http import ToolServerApp, wsgi_app
 
@@ -306,9 +306,8 @@ def test_a_client_refused_every_stream_stays_usable_and_backs_off(serve):
     served = serve(max_streams=0)
     with connect(served.url, "auto") as server:
         assert server.era == "modern"
-        sub = server.listen(tools=True)
-        with pytest.raises(SubscriptionEnded, match="too many event streams"):
-            sub.next(WAIT)
+        with pytest.raises(McpError, match="cannot serve this listen: .*too many event streams"):
+            server.listen(tools=True, timeout=WAIT)
         assert server.call_tool("mcp__local__add", {"a": 1, "b": 2}).text == "3"
     assert served.app.streams.count == 0
 

@@ -6,5 +6,6 @@
   client capabilities and client info in ``_meta``, ``input_required`` rounds instead of
   server requests (:mod:`.modern`, :mod:`.rounds`).
 
-:mod:`.negotiate` probes a server and remembers the verdict per server fingerprint.
+:mod:`.negotiate` probes a server (over stdio waiting as :mod:`.liveness` says) and
+remembers the verdict per server fingerprint, across processes (:mod:`.verdicts`).
 """

@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from ..errors import McpError, RequestTimeout, SubscriptionEnded
 from ..futures import Deadline, failed, resolved
 from ..lifecycle import UP
 from .cache import ResultCache, check_mode
@@ -21,8 +22,9 @@ from .listen import (ACKNOWLEDGED, KINDS, LISTEN_TIMEOUT, UPDATED, Subscription,
                      listen_params)
 from .modern import (CACHEABLE, META_SUBSCRIPTION, ROUND_METHODS, Description,
                      modern_capabilities)
-from .negotiate import (PROBE_TIMEOUT, ModernConnection, check_choice, discover_sender,
-                        open_era)
+from . import liveness
+from .negotiate import (LEGACY_FIX, PROBE_TIMEOUT, ModernConnection, check_choice,
+                        discover_sender, open_era, remembered)
 from .rounds import MAX_INPUT_ROUNDS, request_rounds_f
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,7 +75,11 @@ class EraSeam:
         self.cache.clear()
         session.stamp = None
         capabilities = modern_capabilities(server._client_capabilities())
-        send = discover_sender(session, transport, capabilities, server.client_info)
+        # over stdio the probe can tell a server ignoring it from a slow one; over HTTP a
+        # slow answer may be an authorization under way, and the server answers anyway
+        send = discover_sender(session, transport, capabilities, server.client_info,
+                               liveness=server.transport == "stdio",
+                               stalled=self._stalled if server.transport == "stdio" else None)
 
         def handshake(version: str) -> None:
             transport.stateless(None)
@@ -84,9 +90,22 @@ class EraSeam:
         if server.transport == "sse" and protocol == "auto":
             protocol = "legacy"  # HTTP+SSE belongs to the handshake era alone
         description = open_era(protocol, server.fingerprint, send, handshake, deadline,
-                               server.probe_timeout)
+                               server.probe_timeout, warn=self._warn)
         if description is not None:
             self._become_modern(session, description, capabilities)
+
+    def _warn(self, message: str) -> None:
+        self.server.log.warning("MCP server %r: %s", self.server.name, message)
+
+    def _stalled(self, seconds_left: float) -> None:
+        """The probe has waited long: say so, and how to skip it, unless the server was
+        found to speak the stateless era before (then it is only slow to start)."""
+        if remembered(self.server.fingerprint) == "modern":
+            return
+        self._warn(f"no answer to server/discover after {liveness.STALL_WARNING:g} s; "
+                   f"waiting up to {seconds_left:.0f} s more (a server still starting answers "
+                   f"late); if it speaks only the initialize handshake, {LEGACY_FIX} to start "
+                   f"it without the probe")
 
     def _become_modern(self, session: "Session", description: Description,
                        capabilities: dict) -> None:
@@ -120,7 +139,8 @@ class EraSeam:
 
     def _listen_internally(self, kinds: dict) -> Subscription | None:
         try:
-            return self.listen(**kinds, uris=(), store=False, on_end=self._listen_again)
+            return self.listen(**kinds, uris=(), store=False, on_end=self._listen_again,
+                               opened=False)
         except Exception as exc:  # noqa: BLE001 - lists are then only fetched on demand
             self.server.log.warning("%s: listening for list changes failed: %s",
                                     self.server.name, exc)
@@ -207,11 +227,14 @@ class EraSeam:
 
     def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
                uris=(), timeout: float = 30.0, store: bool = True,
-               on_end=None) -> Subscription:
+               on_end=None, opened: bool = True) -> Subscription:
         """A :class:`Subscription` to the changes asked for. Stateless era: one
-        ``subscriptions/listen`` request, cancelled at close. Handshake era: the session's
+        ``subscriptions/listen`` request, cancelled at close; with ``opened``, blocks until
+        the server acknowledges it (at most ``timeout`` s), and raises what it answered
+        instead (McpError for a server that cannot serve it). Handshake era: the session's
         notifications, with ``resources/subscribe`` for each URI (blocks up to ``timeout`` s
-        for each). Raises NotConnected, McpError."""
+        for each). Raises NotConnected, McpError, SubscriptionEnded (a listen ended before
+        it was acknowledged), RequestTimeout (not acknowledged in time)."""
         server = self.server
         session = server._session
         if server.status not in (*UP, "starting") or session is None:
@@ -237,7 +260,39 @@ class EraSeam:
         for method, params in early:
             sub.offer(method, params)
         sub.follow(future, on_end)
+        if opened:
+            self._until_acknowledged(session, sub, future, timeout)
         return sub
+
+    def _until_acknowledged(self, session: "Session", sub: Subscription, future: Future,
+                            timeout: float) -> None:
+        """Block until the server acknowledged ``sub`` (at most ``timeout`` s). A listen it
+        answered (or never acknowledged) is closed and its answer raised: a server that
+        cannot serve the listen says so here, not at the first ``next``."""
+        sub.wait_acknowledged(timeout)  # set by the acknowledgement, or by the end
+        if sub.honored is None and future.done():
+            # the answer settles on the reader thread, the acknowledgement on the
+            # notification thread: let the notifications already received be handled first
+            handled = threading.Event()
+            session.run_in_order(handled.set)
+            handled.wait(ACKNOWLEDGE_WAIT)
+        if sub.honored is not None:
+            return  # acknowledged: an end after that is next()'s to say
+        answered = future.done()
+        sub.close()  # cancels the listen request when it is still open
+        name = self.server.name
+        if not answered:
+            raise RequestTimeout(f"MCP server {name!r} did not acknowledge "
+                                 f"subscriptions/listen within {timeout:g} s")
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, McpError):
+            raise McpError(error.code, f"MCP server {name!r} cannot serve this listen: "
+                                       f"subscriptions/listen was answered with "
+                                       f"{error.message!r}", error.data) from error
+        if error is not None:
+            raise error
+        raise SubscriptionEnded(f"MCP server {name!r} ended subscriptions/listen before "
+                                f"acknowledging it")
 
     def _forget(self, sub: Subscription, future: Future) -> None:
         with self._subs_lock:

@@ -12,7 +12,8 @@ import pytest
 from conftest import FAKES, SDK_SERVER, config_of, everything_available
 from fakes.http_peers import HttpPeer
 
-from raider_sync import McpError, McpServer, SubscriptionEnded, ToolTimeout
+from raider_sync import (McpError, McpServer, SubscriptionEnded, ToolTimeout,
+                         UnsupportedProtocol)
 from raider_sync.eras import negotiate
 
 WAIT = 15.0
@@ -81,6 +82,37 @@ def test_server_everything_falls_back_to_the_handshake_and_the_verdict_is_rememb
     assert server.era == "legacy" and server.protocol_version == "2025-11-25"
     assert negotiate.remembered(server.fingerprint) == "legacy"
     assert text_of(server.call_tool("mcp__everything__echo", {"message": "hi"})) == "Echo: hi"
+
+
+class Recording(McpServer):
+    """An McpServer that keeps the exception that failed its start."""
+
+    failure: BaseException | None = None
+
+    def _describe_failure(self, exc: BaseException) -> str:
+        self.failure = exc
+        return super()._describe_failure(exc)
+
+
+@pytest.mark.parametrize("protocol", ["modern", "2026-07-28"])
+def test_a_stateless_era_pinned_against_server_everything_names_both_sides_and_the_fix(
+        everything_spec, protocol):
+    server = Recording(everything_spec, protocol=protocol, kill_grace=0.3)
+    try:
+        server.start_f().result(WAIT * 2)
+        assert server.status == "failed"
+        error = server.failure
+        assert isinstance(error, UnsupportedProtocol) and isinstance(error, McpError), error
+        assert error.requested == ["2026-07-28"] and error.supported is None
+        for said in (str(error), server.reason):
+            assert f"protocol is {protocol!r}" in said
+            assert "asked for the stateless revision 2026-07-28" in said
+            assert "speaks only the initialize handshake" in said
+            assert "Method not found" in said, "what the server answered"
+            assert '"protocol": "legacy"' in said and '"auto"' in said, "the fix"
+            assert "-32603" not in said and "(code" not in said, "no code it never sent"
+    finally:
+        server.stop()
 
 
 def test_a_modern_only_server(connect):

@@ -16,7 +16,7 @@ import pytest
 from conftest import FASTMCP_SERVER, config_of
 from fakes.http_peers import HttpPeer
 
-from raider_sync import McpServer, SubscriptionEnded
+from raider_sync import McpError, McpServer
 
 WAIT = 30.0
 
@@ -78,7 +78,7 @@ def test_fastmcp_in_either_era(connect, protocol, era):
 
 def test_list_changes_of_fastmcp(connect):
     """The handshake era: announced, and listed again. The stateless era: FastMCP serves no
-    listen, so a subscription ends at once with its answer, and nothing hangs."""
+    listen, so opening one raises its answer, and nothing hangs."""
     changed = threading.Event()
     legacy = connect("legacy", on_tools_changed=lambda s: changed.set())
     with legacy.listen(tools=True) as sub:
@@ -89,10 +89,11 @@ def test_list_changes_of_fastmcp(connect):
     assert "mcp__fm__extra" in {tool["name"] for tool in legacy.list_tools(WAIT)}
     modern = connect("auto")
     assert modern.era == "modern"
-    sub = modern.listen(tools=True)
-    with pytest.raises(SubscriptionEnded, match="Method not found"):
-        sub.next(WAIT)
-    sub.close()
+    with pytest.raises(McpError, match="'fm' cannot serve this listen: subscriptions/listen "
+                                       "was answered with 'Method not found'") as refused:
+        modern.listen(tools=True, timeout=WAIT)
+    assert refused.value.code == -32601, "the server's own code"
+    assert modern.call_tool("mcp__fm__add", {"a": 1, "b": 1}).text == "2", "still usable"
 
 
 def test_a_modern_only_fastmcp_server(connect):

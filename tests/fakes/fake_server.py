@@ -10,6 +10,10 @@ Modes:
   chatty        write 120 numbered lines to stderr at startup
   grandchild    start `sleep 1000` in the background (same process group) at startup
   silent        never answer initialize
+  deaf          never answer a request of a method it does not know (server/discover among
+                them) instead of answering -32601; ping is answered
+  deaf-until-initialize  answer no request before initialize (ping and server/discover
+                among them)
   stateless     answer initialize as a 2026-07-28-only server (-32022)
   future        answer initialize with protocolVersion 2099-01-01
   paginate      list tools one per page
@@ -142,6 +146,9 @@ def handle(msg):
         answers[str(msg_id)] = msg.get("error") or msg.get("result")
         return
     seen.append({"method": method, "params": msg.get("params")})
+    if ("deaf-until-initialize" in MODES and msg_id is not None and method != "initialize"
+            and not any(m["method"] == "initialize" for m in seen)):
+        return
     if method == "initialize":
         if "silent" in MODES:
             return
@@ -210,7 +217,7 @@ def handle(msg):
         else:
             send({"jsonrpc": "2.0", "id": msg_id,
                   "error": {"code": -32002, "message": "Resource not found", "data": {"uri": uri}}})
-    elif msg_id is not None:
+    elif msg_id is not None and "deaf" not in MODES:
         send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "not found"}})
 
 
