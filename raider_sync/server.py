@@ -53,8 +53,9 @@ class McpServer(Lifecycle, Listings, ServerSurface):
     ``raise_on_error`` (default False): calls raise ToolError for a tool's error result;
     ``auth``: an :class:`~raider_sync.auth.OAuth` (or ``fn(spec) -> OAuth``) for an HTTP
     server behind OAuth (default: one made from the entry's ``oauth`` block, which runs only
-    when the server asks). A server that needs a person to authorize and has no consent
-    handler ends its start with status ``needs-auth``;
+    when the server asks; an entry that sets its own ``Authorization`` header gets none,
+    given or not, unless it has an ``oauth`` key). A server that needs a person to authorize
+    and has no consent handler ends its start with status ``needs-auth``;
     ``allowed_tools``/``disabled_tools`` (names or globs, narrowing the spec's own),
     ``on_log(server, level, logger, data)``, ``on_resource_updated(server, uri)`` and
     ``telemetry`` (see :mod:`raider_sync.surface` and :mod:`raider_sync.telemetry`);
@@ -599,14 +600,18 @@ atexit.register(_stop_forgotten_servers)
 
 def _auth_for(spec: ServerSpec, auth: Any):
     """The OAuth of an HTTP server: ``auth`` (an OAuth, bound to the server; or a factory
-    called with the spec), else one made from the entry's oauth block. None for stdio."""
+    called with the spec), else one made from the entry's oauth block. None for stdio, and
+    for an entry that sets its own ``Authorization`` header without an ``oauth`` key: OAuth
+    does not take such an entry over unless the entry asks for it (or a factory does)."""
     if spec.transport not in ("http", "sse"):
         return None
     from .auth import OAuth
+    own_header = spec.oauth is None and any(
+        name.lower() == "authorization" for name in spec.headers)
     if auth is None:
-        return OAuth.for_spec(spec)
+        return None if own_header else OAuth.for_spec(spec)
     if isinstance(auth, OAuth):
-        return auth.bind(spec.url, spec.name)
+        return None if own_header else auth.bind(spec.url, spec.name)
     if callable(auth):
         made = auth(spec)
         if made is None:

@@ -7,7 +7,8 @@
 2. Authorization-server metadata (RFC 8414 / OIDC) of ``authorization_servers[0]`` (or the
    configured issuer when listed): path insertion for an issuer with a path, never the root
    variants then. ``issuer`` must equal the AS string exactly (a trailing ``/`` tolerated only
-   on an issuer without a path); ``S256`` must be listed.
+   on an issuer without a path); ``S256`` must be listed. The metadata's own ``issuer`` is the
+   one a redirect's RFC 9207 ``iss`` must equal, byte for byte (:attr:`Discovered.announced`).
 3. Without protected-resource metadata (the 2025-03-26 revision): the AS is the server's origin,
    its metadata at the root well-known (issuer checked by origin only), else the default
    ``/authorize``, ``/token`` and ``/register``.
@@ -31,6 +32,15 @@ class Discovered:
     metadata: dict
     scopes_supported: list[str] = field(default_factory=list)
     legacy: bool = False
+
+    @property
+    def announced(self) -> str:
+        """The issuer as the authorization server's metadata spells it, which a redirect's
+        ``iss`` must equal (RFC 9207 compares with the metadata's issuer). It may differ from
+        :attr:`issuer`, the protected resource's spelling that records are bound to, by a
+        trailing ``/`` on an issuer without a path."""
+        found = self.metadata.get("issuer")
+        return found if isinstance(found, str) and found else self.issuer
 
     def endpoint(self, name: str) -> str | None:
         value = self.metadata.get(name)

@@ -18,13 +18,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..errors import AuthError
 from .consent import Consent
-from .tokens import Client, TokenEndpoint, tokens_from
+from .tokens import DEVICE_GRANT, Client, TokenEndpoint, tokens_from
 
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
-DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
 Secret = str | Callable[[], str]
 
@@ -60,7 +59,7 @@ def authorization_code(endpoint: TokenEndpoint, client: Client, consent: Consent
     joiner = "&" if urlsplit(authorize).query else "?"
     left = None if deadline is None else max(1.0, deadline - time.monotonic())
     landed = consent(f"{authorize}{joiner}{urlencode(params)}", left)
-    code = check_redirect(landed, state, disc.issuer, disc.metadata)
+    code = check_redirect(landed, state, disc.announced, disc.metadata)
     answer = endpoint.post({"grant_type": "authorization_code", "code": code,
                             "redirect_uri": redirect_uri, "code_verifier": verifier,
                             "resource": disc.resource}, client, deadline=deadline)
@@ -68,7 +67,8 @@ def authorization_code(endpoint: TokenEndpoint, client: Client, consent: Consent
 
 
 def check_redirect(landed: str, state: str, issuer: str, metadata: dict) -> str:
-    """The ``code`` of the redirected URL, after its error, state and iss are checked."""
+    """The ``code`` of the redirected URL, after its error, state and iss are checked
+    (``iss`` equal to ``issuer``, the metadata's own, byte for byte)."""
     step = "consent"
     query = parse_qs(urlsplit(landed).query)
 
@@ -111,7 +111,8 @@ def device_code(endpoint: TokenEndpoint, client: Client,
     form = {"resource": disc.resource}
     if scope:
         form["scope"] = scope
-    started = endpoint.post(form, client, step="consent", url=url)
+    started = endpoint.post(form, client, step="consent", url=url,
+                            what="the device authorization endpoint")
     device, user_code = started.get("device_code"), started.get("user_code")
     uri = started.get("verification_uri") or started.get("verification_url")
     if not all(isinstance(v, str) and v for v in (device, user_code, uri)):

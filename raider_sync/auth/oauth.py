@@ -10,6 +10,12 @@ consent or a grant without a person, token); a 403 ``insufficient_scope`` re-aut
 the union of the scopes, once per request and only when it adds one. One flow runs at a time:
 requests that hit a 401 meanwhile wait for it (bounded by their deadline) and retry with its
 token, or fail with its AuthError.
+
+A refresh is single-flight: one per expiring token, however many threads need it, and however
+many processes share a store with a ``lock(key, timeout)`` (:class:`FileTokenStore` locks a
+file beside the record): the stored record is read again under that lock, and a token another
+thread or process refreshed meanwhile is used as it is. A dynamically registered client the
+authorization server answers ``invalid_client`` for is dropped and registered again, once.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import copy
 import logging
 import threading
 import time
+from contextlib import ExitStack
 from typing import Any, Callable
 
 import requests
@@ -26,7 +33,7 @@ from .consent import Consent, DeviceConsent, as_consent
 from .discovery import Discovered, canonical_resource, discover
 from .grants import Grant, authorization_code, device_code, refresh
 from .store import FileTokenStore, TokenStore
-from .tokens import Client, TokenEndpoint, pre_registered, register
+from .tokens import CODE_GRANTS, DEVICE_GRANT, Client, TokenEndpoint, pre_registered, register
 from .wire import AuthHttp, Challenge, bearer_challenge
 
 log = logging.getLogger("raider_sync.auth")
@@ -190,9 +197,11 @@ class OAuth:
                             step="authorization")
         return self.server_url
 
-    def _load(self) -> dict:
+    def _load(self, again: bool = False) -> dict:
+        """The record, read from the store the first time (and, with ``again``, now: another
+        process sharing the store may have written it)."""
         with self._state_lock:
-            if self._record is None:
+            if self._record is None or again:
                 try:
                     self._record = self.store.load(self._key()) or {}
                 except RaiderError:
@@ -201,6 +210,20 @@ class OAuth:
                     raise AuthError(f"authorization: the token store failed: {exc}",
                                     step="authorization") from exc
             return self._record
+
+    def _hold_store(self, stack: ExitStack, deadline: float | None) -> None:
+        """Enter the store's lock on this record, when it has one (bounded by ``deadline``,
+        else the HTTP timeout); it is released when ``stack`` closes. Raises AuthError when
+        another holder keeps it past the bound."""
+        lock = getattr(self.store, "lock", None)
+        if lock is None:
+            return
+        bound = _left(deadline, self.timeout)
+        try:
+            stack.enter_context(lock(self._key(), bound))
+        except TimeoutError as exc:
+            raise AuthError(f"refresh: the token store stayed locked by another refresh for "
+                            f"{bound:g} s", step="refresh") from exc
 
     def _save(self, record: dict) -> None:
         with self._state_lock:
@@ -222,11 +245,9 @@ class OAuth:
             return {}
         tokens = (self._load().get("tokens") or {})
         if _expiring(tokens) and tokens.get("refresh_token"):
-            generation = self._generation
             if self._flow_lock.acquire(timeout=_left(deadline, self.timeout)):
                 try:
-                    if generation == self._generation:
-                        self._try_refresh(deadline)
+                    self._refresh_expiring(deadline)
                 finally:
                     self._flow_lock.release()
             tokens = (self._load().get("tokens") or {})
@@ -323,7 +344,29 @@ class OAuth:
 
     # -- flows ---------------------------------------------------------------------------
 
+    def _refresh_expiring(self, deadline: float | None) -> None:
+        """Refresh the expiring token (the flow lock is held), unless another thread or
+        process did while this one waited: under the store's lock the record is read again,
+        and a refresh token is never redeemed twice (servers that rotate them revoke the
+        whole grant when one is reused)."""
+        with ExitStack() as stack:
+            self._hold_store(stack, deadline)
+            tokens = self._load(again=True).get("tokens") or {}
+            if _expiring(tokens) and tokens.get("refresh_token"):
+                self._try_refresh(deadline)
+
+    def _registered(self, record: dict) -> bool:
+        """Whether the record's client came from dynamic registration (so it may be made
+        again), not from configuration, a client ID metadata document or a grant."""
+        stored = record.get("client") or {}
+        return bool(stored.get("client_id")) and self.grant is None and not self.client_id \
+            and stored.get("client_id") != self.client_metadata_url
+
     def _try_refresh(self, deadline: float | None) -> bool:
+        """Redeem the stored refresh token: True when it gave a token. A refused one is
+        dropped (the caller authorizes again); so is a registered client the server answers
+        ``invalid_client`` for. Raises AuthError for ``invalid_client`` with a configured
+        client, which a new flow would not cure."""
         record = self._load()
         tokens = record.get("tokens") or {}
         if not tokens.get("refresh_token") or not record.get("token_endpoint"):
@@ -336,8 +379,18 @@ class OAuth:
         try:
             fresh = refresh(self._endpoint(disc), client, tokens, deadline=deadline)
         except AuthError as exc:
-            log.info("%s: refreshing the token failed (%s); authorizing again", self.name,
-                     exc.error or exc.step)
+            if exc.error == "invalid_client" and not self._registered(record):
+                # the tokens are kept: a new flow would fail the same way (the code is
+                # redeemed with the same client), and a corrected secret may still use them
+                self._set("error", str(exc))
+                raise
+            if exc.error == "invalid_client":  # the server forgot the registration
+                log.info("%s: the authorization server no longer knows the registered client; "
+                         "registering again", self.name)
+                record = {k: v for k, v in record.items() if k != "client"}
+            else:
+                log.info("%s: refreshing the token failed (%s); authorizing again", self.name,
+                         exc.error or exc.step)
             self._save({**record, "tokens": None})
             return False
         self._save({**record, "tokens": fresh})
@@ -345,11 +398,14 @@ class OAuth:
         return True
 
     def _reauthorize(self, found: Challenge, attempt: Attempt, deadline: float | None) -> None:
-        stored = (self._load().get("tokens") or {}).get("access_token")
-        if stored and stored != attempt.sent:
-            return  # a stored token the request did not carry yet: try it first
-        if self._try_refresh(deadline):
-            return
+        with ExitStack() as stack:
+            if (self._load().get("tokens") or {}).get("refresh_token"):
+                self._hold_store(stack, deadline)  # a refresh may follow: one at a time
+            stored = (self._load(again=True).get("tokens") or {}).get("access_token")
+            if stored and stored != attempt.sent:
+                return  # a token the request did not carry yet (another process's): try it
+            if self._try_refresh(deadline):
+                return
         self._flow(found, deadline, None)
 
     def _endpoint(self, disc: Discovered) -> TokenEndpoint:
@@ -400,37 +456,58 @@ class OAuth:
             return
         consent = self.consent
         scope = scope or self._scope(found, disc, person=True)
+        device = isinstance(consent, DeviceConsent) and bool(
+            disc.endpoint("device_authorization_endpoint"))
+        grants = (*CODE_GRANTS, DEVICE_GRANT) if device else CODE_GRANTS
         redirect_uri = consent.prepare(self.callback_port)
         try:
-            client = self._identity(disc, record, redirect_uri, scope, deadline)
-            record = {**record, **base, "client": client.record()}
-            self._save(record)
-            self._requested |= set((scope or "").split())
-            if isinstance(consent, DeviceConsent) and disc.endpoint(
-                    "device_authorization_endpoint"):
-                tokens = device_code(endpoint, client, consent.show, scope,
-                                     timeout=consent.timeout)
-            else:
-                tokens = authorization_code(endpoint, client, consent, redirect_uri, scope,
-                                            deadline=deadline)
+            client, kept = self._identity(disc, record, redirect_uri, scope, deadline, grants)
+            while True:
+                record = {**record, **base, "client": client.record()}
+                self._save(record)
+                self._requested |= set((scope or "").split())
+                try:
+                    if device:
+                        tokens = device_code(endpoint, client, consent.show, scope,
+                                             timeout=consent.timeout)
+                    else:
+                        tokens = authorization_code(endpoint, client, consent, redirect_uri,
+                                                    scope, deadline=deadline)
+                    break
+                except AuthError as exc:
+                    if not (kept and exc.error == "invalid_client"):
+                        raise
+                # a registration kept from an earlier run that the server has forgotten (or
+                # whose secret expired): register again, once, and ask for consent anew
+                log.info("%s: the authorization server no longer knows the registered client; "
+                         "registering again", self.name)
+                redirect_uri = consent.prepare(self.callback_port)
+                client, kept = register(self.http, disc, redirect_uri,
+                                        client_name=self.client_name, scope=scope,
+                                        deadline=deadline, grant_types=grants), False
         finally:
             consent.close()
         self._save({**record, "tokens": tokens})
 
     def _identity(self, disc: Discovered, record: dict, redirect_uri: str,
-                  scope: str | None, deadline: float | None) -> Client:
-        """Pre-registered, else a client ID metadata document, else the stored registration
-        (same issuer and redirect URI), else dynamic registration."""
+                  scope: str | None, deadline: float | None,
+                  grants: tuple[str, ...] = CODE_GRANTS) -> tuple[Client, bool]:
+        """The client and whether it is a registration kept from an earlier run:
+        pre-registered, else a client ID metadata document, else the stored registration
+        (same issuer and redirect URI, registered for ``grants``), else dynamic
+        registration."""
         if self.client_id:
-            return pre_registered(self.client_id, self.client_secret, disc.metadata)
+            return pre_registered(self.client_id, self.client_secret, disc.metadata), False
         if self.client_metadata_url and disc.metadata.get(
                 "client_id_metadata_document_supported") is True:
-            return Client(self.client_metadata_url, None, "none", [redirect_uri])
+            return Client(self.client_metadata_url, None, "none", [redirect_uri]), False
         stored = record.get("client")
         if stored and redirect_uri in (stored.get("redirect_uris") or []):
-            return Client.from_record(stored)
+            client = Client.from_record(stored)
+            if set(grants) <= set(client.grant_types):
+                return client, True
         return register(self.http, disc, redirect_uri, client_name=self.client_name,
-                        scope=scope, deadline=deadline)
+                        scope=scope, deadline=deadline, grant_types=grants), False
 
     # -- what people call ----------------------------------------------------------------
 

@@ -12,6 +12,12 @@ directory of mode 0700 (``$RAIDER_SYNC_OAUTH_DIR``, else ``~/.config/raider_sync
 file mode 0600, written to a temporary file, fsynced, then renamed over the old one. A directory
 or file others can read is refused with :class:`~raider_sync.errors.ConfigError` naming the
 ``chmod`` that fixes it.
+
+A store may also have ``lock(key, timeout)``, a context manager that holds the record of
+``key`` against other holders (raising TimeoutError after ``timeout`` seconds): OAuth holds it
+while it refreshes a token, so that threads and processes sharing the store redeem a refresh
+token once. :class:`FileTokenStore` locks a file beside the record (``fcntl.flock``), so the
+lock spans processes; :class:`MemoryTokenStore` locks within the process.
 """
 from __future__ import annotations
 
@@ -20,7 +26,9 @@ import json
 import os
 import stat
 import threading
-from typing import Protocol, runtime_checkable
+import time
+from contextlib import contextmanager
+from typing import Iterator, Protocol, runtime_checkable
 
 from ..errors import ConfigError
 
@@ -42,6 +50,7 @@ class MemoryTokenStore:
     def __init__(self) -> None:
         self._records: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._holds: dict[str, threading.Lock] = {}
 
     def __repr__(self) -> str:
         return f"<MemoryTokenStore {len(self._records)} record(s)>"
@@ -58,6 +67,19 @@ class MemoryTokenStore:
     def delete(self, key: str) -> None:
         with self._lock:
             self._records.pop(key, None)
+
+    @contextmanager
+    def lock(self, key: str, timeout: float = 30.0) -> Iterator[None]:
+        """Hold ``key`` against other threads (blocks at most ``timeout`` s, then raises
+        TimeoutError)."""
+        with self._lock:
+            hold = self._holds.setdefault(key, threading.Lock())
+        if not hold.acquire(timeout=max(0.0, timeout)):
+            raise TimeoutError(f"the record of {key} stayed locked for {timeout:g} s")
+        try:
+            yield
+        finally:
+            hold.release()
 
 
 def default_dir() -> str:
@@ -148,8 +170,53 @@ class FileTokenStore:
                 raise
 
     def delete(self, key: str) -> None:
+        """Remove the record of ``key`` and its lock file (nothing is left to refresh)."""
         with self._lock:
+            for path in (self.path(key), self._lock_path(key)):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+
+    def _lock_path(self, key: str) -> str:
+        return self.path(key)[:-len(".json")] + ".lock"
+
+    @contextmanager
+    def lock(self, key: str, timeout: float = 30.0) -> Iterator[None]:
+        """Hold ``key`` against other threads and processes: an exclusive ``fcntl.flock`` on
+        ``<record>.lock`` beside the record (mode 0600; kept until :meth:`delete`, since
+        removing a lock file another process waits on would let two hold it). Blocks at most
+        ``timeout`` s, then raises TimeoutError. Where there is no ``fcntl`` (Windows) it
+        holds nothing."""
+        try:
+            import fcntl
+        except ImportError:  # no flock: OAuth still serialises the threads of one object
+            yield
+            return
+        with self._lock:
+            self._check_dir(create=True)
+        path = self._lock_path(key)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError as exc:
+            raise ConfigError(f"cannot open the OAuth lock file {path}: {exc.strerror}") from exc
+        try:
+            end = time.monotonic() + max(0.0, timeout)
+            pause = 0.005
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError(f"{path} stayed locked for {timeout:g} s") from None
+                    # flock has no timeout: poll, briefly at first (a refresh takes a moment)
+                    time.sleep(min(pause, left))
+                    pause = min(pause * 2, 0.1)
             try:
-                os.unlink(self.path(key))
-            except FileNotFoundError:
-                pass
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)

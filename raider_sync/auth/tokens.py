@@ -17,29 +17,39 @@ from .jose import DPoPKey, client_assertion
 from .wire import AuthHttp, json_object, oauth_failure
 
 JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+#: the grants a dynamically registered client asks for (plus DEVICE_GRANT for the device flow)
+CODE_GRANTS = ("authorization_code", "refresh_token")
 _METHODS = ("none", "client_secret_basic", "client_secret_post")
 
 
 @dataclass
 class Client:
     """A client identity at one authorization server. ``method`` is its token endpoint auth
-    method (none, client_secret_basic, client_secret_post, private_key_jwt)."""
+    method (none, client_secret_basic, client_secret_post, private_key_jwt); ``grant_types``
+    those a registration asked for (empty: not known, as for a configured client)."""
     client_id: str
     client_secret: str | None = field(default=None, repr=False)
     method: str = "none"
     redirect_uris: list[str] = field(default_factory=list)
     private_key_pem: str | None = field(default=None, repr=False)
     algorithm: str = "ES256"
+    grant_types: list[str] = field(default_factory=list)
 
     def record(self) -> dict:
-        return {"client_id": self.client_id, "client_secret": self.client_secret,
-                "token_endpoint_auth_method": self.method, "redirect_uris": self.redirect_uris}
+        record = {"client_id": self.client_id, "client_secret": self.client_secret,
+                  "token_endpoint_auth_method": self.method, "redirect_uris": self.redirect_uris}
+        if self.grant_types:
+            record["grant_types"] = self.grant_types
+        return record
 
     @classmethod
     def from_record(cls, data: dict) -> "Client":
+        # a record written before grant types were kept registered the code grants only
         return cls(data["client_id"], data.get("client_secret"),
                    data.get("token_endpoint_auth_method") or "none",
-                   list(data.get("redirect_uris") or []))
+                   list(data.get("redirect_uris") or []),
+                   grant_types=list(data.get("grant_types") or CODE_GRANTS))
 
 
 def pre_registered(client_id: str, secret: str | None, metadata: dict) -> Client:
@@ -53,8 +63,10 @@ def pre_registered(client_id: str, secret: str | None, metadata: dict) -> Client
 
 
 def register(http: AuthHttp, disc: Discovered, redirect_uri: str, *, client_name: str,
-             scope: str | None, deadline: float | None) -> Client:
-    """Dynamic client registration (RFC 7591). Raises AuthError(step="registration")."""
+             scope: str | None, deadline: float | None,
+             grant_types: tuple[str, ...] | list[str] = CODE_GRANTS) -> Client:
+    """Dynamic client registration (RFC 7591) for ``grant_types``. Raises
+    AuthError(step="registration")."""
     step = "registration"
     endpoint = disc.endpoint("registration_endpoint")
     if endpoint is None:
@@ -67,7 +79,7 @@ def register(http: AuthHttp, disc: Discovered, redirect_uri: str, *, client_name
         raise AuthError(f"{step}: the authorization server lists no token endpoint auth "
                         f"method raider_sync supports ({', '.join(map(str, listed))})", step=step)
     body = {"client_name": client_name, "redirect_uris": [redirect_uri],
-            "grant_types": ["authorization_code", "refresh_token"],
+            "grant_types": list(grant_types),
             "response_types": ["code"], "application_type": "native",
             "token_endpoint_auth_method": method}
     if scope:
@@ -80,7 +92,10 @@ def register(http: AuthHttp, disc: Discovered, redirect_uri: str, *, client_name
         raise AuthError(f"{step}: the registration answer has no client_id", step=step)
     used = answer.get("token_endpoint_auth_method") or method
     secret = answer.get("client_secret") if isinstance(answer.get("client_secret"), str) else None
-    return Client(answer["client_id"], secret, used, [redirect_uri])
+    granted = answer.get("grant_types")
+    granted = ([g for g in granted if isinstance(g, str)] if isinstance(granted, list)
+               else list(grant_types))
+    return Client(answer["client_id"], secret, used, [redirect_uri], grant_types=granted)
 
 
 def tokens_from(answer: dict, *, requested_scope: str | None, step: str,
@@ -139,9 +154,11 @@ class TokenEndpoint:
                 form["client_secret"] = client.client_secret
 
     def post(self, form: dict, client: Client | None, *, step: str = "token",
-             deadline: float | None = None, url: str | None = None) -> dict:
-        """POST ``form`` (plus client authentication); the answer's JSON object. Raises
-        AuthError with the server's error and error_description."""
+             deadline: float | None = None, url: str | None = None,
+             what: str = "the token endpoint") -> dict:
+        """POST ``form`` (plus client authentication) to ``url`` (default the token endpoint;
+        ``what`` names it in errors); the answer's JSON object. Raises AuthError with the
+        server's error and error_description."""
         url = url or self.url
         for attempt in (1, 2):
             body, headers = dict(form), {}
@@ -155,7 +172,7 @@ class TokenEndpoint:
                 self.nonces[url] = nonce
             if response.status_code == 200:
                 return json_object(response, step)
-            failure = oauth_failure(response, step, f"the token endpoint {url}")
+            failure = oauth_failure(response, step, f"{what} {url}")
             if attempt == 1 and failure.error == "use_dpop_nonce" and nonce:
                 continue
             raise failure

@@ -100,6 +100,15 @@ class AuthHttp:
         self.protocol_version = protocol_version
 
     def close(self) -> None:
+        """Close the session and its pooled connections now: urllib3 2 leaves a cleared
+        pool's sockets to the garbage collector, and the traceback of an AuthError (a
+        refused request's answer refers to its pool) can keep them open long after."""
+        for adapter in self.session.adapters.values():
+            manager = getattr(adapter, "poolmanager", None)
+            for key in list(manager.pools.keys()) if manager is not None else []:
+                pool = manager.pools.get(key)
+                if pool is not None:
+                    pool.close()
         self.session.close()
 
     def _bound(self, deadline: float | None) -> float:

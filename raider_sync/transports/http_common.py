@@ -115,6 +115,10 @@ def _short(text: str) -> str:
     return excerpt(text, 200)
 
 
+def _names_authorization(headers: Mapping[str, str]) -> bool:
+    return any(name.lower() == "authorization" for name in headers)
+
+
 def media_type(response: requests.Response) -> str:
     return response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
@@ -236,6 +240,8 @@ class HttpChannel:
         authorizing fails."""
         generation = self._auth_generation
         auth = self.auth
+        if auth is not None and auth.automatic and _names_authorization(self._helper_headers):
+            auth = None  # the helper sets Authorization itself: OAuth was not asked for
         attempt = auth.begin() if auth is not None else None
 
         def send() -> requests.Response:
@@ -341,7 +347,16 @@ class HttpChannel:
             pass
         reason = f"HTTP {response.status_code} {response.reason or ''}".strip()
         detail = f": {excerpt(message, 200)}" if message else ""
+        if response.status_code in (401, 403) and self.own_authorization():
+            return TransportError(f"{what} refused the configured Authorization header "
+                                  f"({reason}){detail}", response.status_code, body)
         return TransportError(f"{what} answered {reason}{detail}", response.status_code, body)
+
+    def own_authorization(self) -> bool:
+        """Whether the Authorization header sent is the entry's own (its ``headers`` or its
+        helper's), not one an OAuth object supplies."""
+        return _names_authorization(self.headers()) and (
+            self.auth is None or self.auth.automatic)
 
     def read_excerpt(self, response: requests.Response, limit: int = 4096) -> str:
         """The first ``limit`` bytes of the body, decoded, on one line; closes the response."""

@@ -217,6 +217,27 @@ def test_file_store_writes_0600_files_in_a_0700_folder(tmp_path):
     assert list(folder.iterdir()) == []
 
 
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_a_store_lock_is_held_by_one_holder_and_the_other_times_out(tmp_path, kind):
+    store = FileTokenStore(tmp_path / "tokens") if kind == "file" else MemoryTokenStore()
+    other = FileTokenStore(tmp_path / "tokens") if kind == "file" else store  # a 2nd process
+    with store.lock("https://x/mcp", 5):
+        with pytest.raises(TimeoutError, match="stayed locked for 0.2 s"):
+            with other.lock("https://x/mcp", 0.2):
+                pass
+        with other.lock("https://y/mcp", 0.2):  # another record is not held
+            pass
+    with other.lock("https://x/mcp", 0.2):
+        pass
+    if kind == "file":
+        locks = list((tmp_path / "tokens").glob("*.lock"))
+        assert len(locks) == 2 and {stat.S_IMODE(os.stat(p).st_mode) for p in locks} == {0o600}
+        store.save("https://x/mcp", {"issuer": "i"})
+        store.delete("https://x/mcp")  # a logout leaves nothing of the record behind
+        store.delete("https://y/mcp")
+        assert not any((tmp_path / "tokens").iterdir())
+
+
 def test_file_store_refuses_wrong_permissions_naming_the_fix(tmp_path):
     folder = tmp_path / "tokens"
     store = FileTokenStore(folder)

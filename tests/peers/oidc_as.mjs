@@ -1,16 +1,23 @@
 // A real, independent OAuth 2.0 authorization server for the tests: oidc-provider (npm) with
-// dynamic client registration, PKCE, client credentials, RFC 8707 resource indicators (JWT
-// access tokens whose audience is the MCP server) and RFC 9207 iss. Its consent step approves
-// at once (the interaction is finished by the server itself), so a client that follows
-// redirects gets the code without a person.
+// dynamic client registration, PKCE, client credentials, the device authorization grant,
+// refresh tokens for every client allowed the refresh grant, rotated on every use (reusing a used one revokes the whole grant), RFC 8707
+// resource indicators (JWT access tokens whose audience is the MCP server) and RFC 9207 iss. Its
+// consent step approves at once (the interaction is finished by the server itself), so a client
+// that follows redirects gets the code without a person.
 //
-//   node oidc_as.mjs PORT RESOURCE_URL
+//   node oidc_as.mjs PORT RESOURCE_URL [--issuer-slash]
+//
+// --issuer-slash spells the issuer with a trailing "/" (http://127.0.0.1:PORT/), as some
+// servers do. Two routes stand in for an operator's console:
+//   GET  /test/grants                      token requests so far: {"success": {grant_type: n},
+//                                          "error": {grant_type: n}}
+//   POST /test/clients/CLIENT_ID/delete    forget a registered client (204, 404 if unknown)
 import { generateKeyPairSync } from 'node:crypto';
 import Provider from 'oidc-provider';
 
 const port = Number(process.argv[2]);
 const resource = process.argv[3];
-const issuer = `http://127.0.0.1:${port}`;
+const issuer = `http://127.0.0.1:${port}` + (process.argv.includes('--issuer-slash') ? '/' : '');
 const key = (type, options, alg) => ({
   ...generateKeyPairSync(type, options).privateKey.export({ format: 'jwk' }), alg, use: 'sig',
   kid: alg,
@@ -22,10 +29,15 @@ const provider = new Provider(issuer, {
   clients: [{ client_id: 'robot', client_secret: 'robot-secret',
               grant_types: ['client_credentials'], redirect_uris: [], response_types: [] }],
   scopes: ['openid', 'offline_access', 'mcp'],
+  // Refresh tokens for every client allowed the refresh grant, as many servers do: this one
+  // would otherwise honour offline_access only with prompt=consent (an OpenID Connect rule).
+  issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  rotateRefreshToken: true,
   features: {
     devInteractions: { enabled: false },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
+    deviceFlow: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => resource,
@@ -38,7 +50,27 @@ const provider = new Provider(issuer, {
   pkce: { required: () => true },
 });
 
+const grants = { success: {}, error: {} };
+const count = (outcome, ctx) => {
+  const type = ctx.oidc?.params?.grant_type || 'unknown';
+  grants[outcome][type] = (grants[outcome][type] || 0) + 1;
+};
+provider.on('grant.success', (ctx) => count('success', ctx));
+provider.on('grant.error', (ctx) => count('error', ctx));
+
 provider.use(async (ctx, next) => {
+  if (ctx.path === '/test/grants' && ctx.method === 'GET') {
+    ctx.body = grants;
+    return undefined;
+  }
+  const forget = ctx.path.match(/^\/test\/clients\/([^/]+)\/delete$/);
+  if (forget && ctx.method === 'POST') {
+    const id = decodeURIComponent(forget[1]);
+    const found = await provider.Client.adapter.find(id);
+    if (found) await provider.Client.adapter.destroy(id);
+    ctx.status = found ? 204 : 404;
+    return undefined;
+  }
   if (!ctx.path.startsWith('/interaction/')) return next();
   const details = await provider.interactionDetails(ctx.req, ctx.res);
   const accountId = 'a-person';
@@ -51,6 +83,7 @@ provider.use(async (ctx, next) => {
   const grantId = await grant.save();
   await provider.interactionFinished(ctx.req, ctx.res,
     { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false });
+  return undefined;
 });
 
 provider.listen(port, '127.0.0.1');

@@ -1,7 +1,11 @@
 """An MCP server of the official Python SDK that accepts JWT access tokens of an independent
 authorization server (checked against its JWKS: signature, issuer, audience = this server).
 
-    python sdk_rs_server.py PORT ISSUER
+    python sdk_rs_server.py PORT ISSUER [LISTED]
+
+ISSUER is the authorization server's own issuer (the tokens' ``iss``); LISTED, when given, is
+how the protected-resource metadata spells it in ``authorization_servers`` (say, with or
+without a trailing "/").
 """
 import sys
 
@@ -14,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 class JwksVerifier:
     def __init__(self, issuer: str, audience: str):
         self.issuer, self.audience = issuer, audience
-        self.keys = jwt.PyJWKClient(f"{issuer}/jwks")
+        self.keys = jwt.PyJWKClient(f"{issuer.rstrip('/')}/jwks")
 
     async def verify_token(self, token: str):
         try:
@@ -30,9 +34,10 @@ class JwksVerifier:
 
 def main() -> None:
     port, issuer = int(sys.argv[1]), sys.argv[2]
+    listed = sys.argv[3] if len(sys.argv) > 3 else issuer
     url = f"http://127.0.0.1:{port}/mcp"
     server = MCPServer("raider-test-rs", token_verifier=JwksVerifier(issuer, url),
-                       auth=AuthSettings(issuer_url=issuer, resource_server_url=url,
+                       auth=AuthSettings(issuer_url=listed, resource_server_url=url,
                                          required_scopes=["mcp"], validate_token_resource=True))
 
     @server.tool()
