@@ -10,6 +10,7 @@
      +-- UnknownServer (also LookupError)     no configured server of that name
      +-- ConnectionClosed                     the transport ended; carries the stderr tail
      +-- TransportError                       an HTTP answer that is not MCP: status, body excerpt
+     |    +-- LostInFlight                    ... the connection broke after the request went out
      +-- ToolError                            a tool reported an error (raise_on_error): the result
      +-- StructuredContentError (also ValueError)  structuredContent missing or not as declared
      +-- SchemaRefused (also ValueError)      a tool's schema past the size or depth bound
@@ -127,6 +128,12 @@ class TransportError(RaiderError):
         self.status_code = status_code
         self.body = body
 
+
+class LostInFlight(TransportError):
+    """The connection broke once the request had been written (in part or whole), before
+    the answer: the server may have acted on it, so its outcome is unknown. A transport
+    never sends such a request again; the session repeats one whose method is safe to
+    repeat (see :data:`raider_sync.protocol.REPEATABLE_METHODS`), once, and no other."""
 
 class AuthError(RaiderError):
     """An OAuth step failed. ``step`` names it (discovery, registration, consent, token,

@@ -30,7 +30,7 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
-from .errors import ConnectionClosed, McpError, RaiderError, RequestTimeout
+from .errors import ConnectionClosed, LostInFlight, McpError, RaiderError, RequestTimeout
 from . import timer
 from .futures import wait_bounded
 from .transports.base import RequestFailed, StreamHealth
@@ -133,9 +133,12 @@ class Session:
     of what the transport tells of its server's reach (a :class:`StreamHealth`).
     ``observe(method, params, request_id)``, when set, is called for each request before it
     is sent (it may add to ``params``) and returns a callback for the request's future.
+    ``repeatable(message)`` says whether a request whose connection broke after it went out
+    (:class:`LostInFlight`) may be sent once more; by default none may.
     """
 
     observe: Optional[Callable[[str, dict, Any], Callable[[Future], None]]] = None
+    repeatable: Callable[[dict], bool] = staticmethod(lambda message: False)
 
     def __init__(self, transport, *, name: str,
                  handle_request: RequestHandler | None = None,
@@ -271,11 +274,21 @@ class Session:
             # behind progress steps (a request left open, such as a listen, does not count)
             alone = send_awaited is not None and entry.on_progress is None and not any(
                 other.awaited for other in self._pending.values() if other is not entry)
-        try:
+        def send() -> None:
             if send_awaited is not None:
                 send_awaited(message, deadline=deadline, answer=entry.future, alone=alone)
             else:
                 self.transport.send(message, deadline=deadline)
+
+        try:
+            try:
+                send()
+            except LostInFlight as exc:
+                if not self.repeatable(message) or request_id not in self._pending:
+                    raise
+                log.info("%s: %s was lost in flight (%s); sending it once more", self.name,
+                         message.get("method"), exc)
+                send()
         except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
             self._settle(request_id, error=entry.timeout_error(self._timeout_message(entry)))
         except (TypeError, ValueError) as exc:  # params JSON cannot carry: the caller's error

@@ -25,6 +25,7 @@ from .errors import (ConnectionClosed, ConsentRequired, McpError, NotConnected, 
                      last_stderr_line)
 from .futures import Deadline, Deadlines, resolved, run_in_thread, settle
 from .jsonrpc import Session
+from .protocol import REPEATABLE_METHODS
 from .transports.http_common import DeadlinePassed
 
 #: the statuses in which calls are sent
@@ -36,6 +37,12 @@ live: "weakref.WeakSet[Any]" = weakref.WeakSet()
 #: run of restarts: the next crash counts as the first again
 STABLE_AFTER_S = 60.0
 
+
+
+def repeatable(message: dict) -> bool:
+    """Whether a request lost in flight may be sent once more: its method is a read, the
+    handshake or a setting (:data:`REPEATABLE_METHODS`), never a tools/call."""
+    return message.get("method") in REPEATABLE_METHODS
 
 class Lifecycle:
     """Start, restart, status and stop of :class:`~raider_sync.McpServer` (a part of it:
@@ -142,6 +149,7 @@ class Lifecycle:
                               on_close=functools.partial(self._connection_lost, generation),
                               on_settle=functools.partial(self._settled, generation))
             session.observe = self._observer
+            session.repeatable = repeatable
             with self._lock:
                 if generation != self._generation or self._status != "starting":
                     raise NotConnected("stopped while starting")

@@ -16,6 +16,14 @@ KNOWN_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05
 STATELESS_PROTOCOL_VERSION = "2026-07-28"
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 MAX_PAGES = 1000
+#: requests a server may be sent twice for the effect of once: reads, the handshake and
+#: settings. A request lost in flight (the connection broke after it went out) is sent once
+#: more only when its method is one of these; a tools/call never is, since a tool may act.
+REPEATABLE_METHODS = frozenset({
+    "initialize", "server/discover", "ping", "tools/list", "prompts/list", "prompts/get",
+    "resources/list", "resources/templates/list", "resources/read", "completion/complete",
+    "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+})
 
 STATELESS_REASON = (f"the server refused initialize: it speaks only the stateless MCP revision "
                     f"{STATELESS_PROTOCOL_VERSION}, which this connection does not use (protocol "

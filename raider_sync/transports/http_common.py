@@ -39,7 +39,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 from urllib3.util.wait import wait_for_read
 
-from ..errors import TransportError
+from ..errors import LostInFlight, TransportError
 from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message, too_large
 from .sse_events import SseEvent, SseParser
 
@@ -526,12 +526,6 @@ class HttpChannel:
                     _shut(connection)
             else:
                 self._sockets.discard(connection)
-
-
-class LostInFlight(TransportError):
-    """The connection broke once the request had been written (in part or whole), before
-    the answer: the server may have acted on it, so its outcome is unknown. The transport
-    never sends such a request again; whether to repeat it is the caller's to decide."""
 
 
 class DeadlinePassed(TransportError):

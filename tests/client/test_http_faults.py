@@ -15,6 +15,7 @@ from fakes.http_fault_server import FaultServer
 
 from raider_sync import (ConnectionClosed, McpServer, NotConnected, ToolTimeout,
                          TransportError)
+from raider_sync.errors import LostInFlight
 from raider_sync.protocol import STATELESS_REASON
 
 WAIT = 10.0
@@ -380,6 +381,37 @@ def test_a_request_dropped_unanswered_is_not_sent_again(fake, connect):
         client.call_tool("echo", {"n": 2}, timeout=10)
     assert len(_calls_seen(server)) == 1
     assert text(client.call_tool("echo", {"n": 3}, timeout=10)) == "echo: {'n': 3}"
+
+
+def _pings_seen(server) -> int:
+    """The pings (server/discover in the stateless era) the server read."""
+    return sum(1 for method, _, _, body in server.seen
+               if method == "POST" and isinstance(body, dict)
+               and body.get("method") in ("ping", "server/discover"))
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_a_read_lost_in_flight_is_sent_once_more_and_answered(fake, connect, era):
+    """A ping (server/discover) is a read: asking twice has the effect of asking once, so the
+    session sends one whose connection broke after it went out once more (a server's
+    keep-alive timeout racing the request), and the caller sees only the answer."""
+    server = fake(answer="json", stateless=era != "legacy")
+    client = connect(server, {"protocol": era})
+    before = _pings_seen(server)
+    server.drop_posts = 1
+    client.ping(timeout=10)
+    assert _pings_seen(server) == before + 2
+    assert client.status == "connected"
+
+
+def test_a_read_lost_twice_is_not_sent_a_third_time(fake, connect):
+    server = fake(answer="json")
+    client = connect(server)
+    before = _pings_seen(server)
+    server.drop_posts = 2
+    with pytest.raises(LostInFlight, match="may have received it"):
+        client.ping(timeout=10)
+    assert _pings_seen(server) == before + 2
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
