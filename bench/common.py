@@ -151,14 +151,22 @@ def stop_process(proc: subprocess.Popen) -> None:
 
 # -- the client process: memory and threads ------------------------------------------------
 
+_highest_seen = 0
+
+
 def peak_rss() -> int:
     """Bytes: the highest resident set size of this process's memory so far (``VmHWM``).
     Not ``ru_maxrss``: Linux carries that across fork and exec, so a child of a big parent
-    starts with the parent's peak and a smaller growth of its own never shows."""
+    starts with the parent's peak and a smaller growth of its own never shows. The kernel
+    updates the mark lazily (pages given back by madvise do not raise it first), so it can
+    read lower than it did before: the highest reading so far is returned."""
+    global _highest_seen
     try:
-        return status_field("VmHWM")
+        now = status_field("VmHWM")
     except (OSError, KeyError):  # no /proc: the peak as getrusage has it (KiB on Linux)
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        now = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    _highest_seen = max(_highest_seen, now)
+    return _highest_seen
 
 
 def status_field(name: str) -> int:
