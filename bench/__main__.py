@@ -1,6 +1,7 @@
 """make bench: every benchmark, raider_sync against the official SDK and FastMCP, in one run.
 
-    python -m bench [--quick] [stdio|callers|sizes|servers|modern|http|shell|gateway|telemetry ...]
+    python -m bench [--quick] [stdio|callers|sizes|servers|modern|http|shell|gateway|upstream|
+                             telemetry ...]
 
 No leg named: all of them. ``--quick``: one round where a leg would take several (a smoke
 run of the harness; the figures are noisier).
@@ -14,7 +15,8 @@ import traceback
 
 from . import common
 
-PARTS = ["stdio", "callers", "sizes", "servers", "modern", "http", "shell", "gateway", "telemetry"]
+PARTS = ["stdio", "callers", "sizes", "servers", "modern", "http", "shell", "gateway", "upstream",
+         "telemetry"]
 
 
 def main(argv: list[str]) -> int:

@@ -1,8 +1,13 @@
-"""The benchmark harness's own parts: rotated rounds, the raw-pipe floor, a child process."""
+"""The benchmark harness's own parts: rotated rounds, the raw-pipe floor, a child process, the
+upstream leg's urllib3 rival."""
 from __future__ import annotations
 
+import http.client
 import os
 import sys
+import threading
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # bench/ is a directory of the checkout, not an installed package
@@ -44,3 +49,59 @@ def test_a_size_child_reports_its_call_time_and_peak_growth():
     figures = run_child("bench.bench_sizes", ["child", "floor", str(100 * 1024)])
     assert figures["per_call"] > 0
     assert figures["growth"] >= 0
+
+
+# -- the upstream leg's urllib3 rival keeps the rules of the pool it is measured against ----
+
+@pytest.fixture
+def fake_upstream():
+    from gateway.support import Upstream
+
+    server = Upstream()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="fake-upstream")
+    thread.start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.mark.parametrize("reuse_pool", [False, True])
+def test_the_urllib3_rival_reuses_sends_and_ends_as_the_gateway_pool_does(fake_upstream,
+                                                                          monkeypatch, reuse_pool):
+    from bench.upstream_urllib3 import Upstream
+    from gateway.support import wait_until
+
+    sent: list[bytes] = []
+    original = http.client.HTTPConnection.send
+
+    def counted(conn, data):
+        sent.append(bytes(data))
+        return original(conn, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", counted)
+    pool, url = Upstream(4, reuse_pool=reuse_pool), fake_upstream.url
+    try:
+        for _ in range(3):
+            answer = pool.send("POST", f"{url}/echo", {"Content-Type": "application/json"}, b"{}",
+                               connect=5, read=10)
+            assert answer.status == 200 and answer.length is not None
+            assert b'"method": "POST"' in answer.read()
+            answer.close()
+        assert len(fake_upstream.connections) == 1  # one keep-alive connection for all three
+        assert len(sent) == 3 and sent[0].endswith(b"\r\n\r\n{}")  # head and body in one send
+        answer = pool.send("GET", f"{url}/big", {}, None, connect=5, read=10)
+        next(answer.chunks(1024))
+        answer.close()
+        assert wait_until(lambda: not fake_upstream.connections)  # half-read: closed, not pooled
+        answer = pool.send("GET", f"{url}/sse-truncated", {}, None, connect=5, read=10)
+        with pytest.raises(http.client.IncompleteRead):
+            list(answer.chunks(1024))
+        answer.close()
+    finally:
+        pool.close()
