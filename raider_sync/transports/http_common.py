@@ -59,6 +59,9 @@ _LAST_CHUNK = b"0\r\n\r\n"  # the last chunk of a chunked body, without trailers
 #: kept-alive connections per server: one per concurrent caller up to this many (a caller
 #: beyond it opens a connection that is closed after its exchange)
 _POOL_SIZE = 128
+#: seconds a kept-alive connection may idle and still be reused (see _FreshAfterIdle): below
+#: the shortest keep-alive timeout of the common servers (gunicorn gthread 2 s, Node 5 s)
+IDLE_REUSE = 1.5
 #: methods a server may be asked twice for the effect of once (RFC 9110, 9.2.2): the only
 #: ones sent again after a kept-alive connection broke under them
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
@@ -598,6 +601,27 @@ def _socket_of(raw) -> socket.socket | None:
     return getattr(connection, "sock", None)
 
 
+class _FreshAfterIdle:
+    """A pool that does not reuse a connection idle for longer than :data:`IDLE_REUSE`: it
+    is closed, and opened again for the request. A server ends an idle keep-alive connection
+    after its own timeout (Node and uvicorn 5 s, gunicorn's gthread 2 s), and a request
+    written in the instant it does so is lost in flight with an unknown outcome; a request
+    that may not be sent twice (a tools/call) would fail. Past the bound a fresh connection
+    costs a connect, where a lost call costs the call."""
+
+    def _put_conn(self, conn) -> None:
+        if conn is not None:
+            conn.idle_since = time.monotonic()
+        super()._put_conn(conn)  # type: ignore[misc]
+
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
+        idle_since = getattr(conn, "idle_since", None)
+        if idle_since is not None and time.monotonic() - idle_since > IDLE_REUSE:
+            conn.close()  # urllib3 connects a closed connection again when it is used
+        return conn
+
+
 def _tracking_pools(channel: HttpChannel) -> dict[str, type]:
     """Pool classes whose connections register their sockets with ``channel`` (for abort)."""
 
@@ -613,10 +637,10 @@ def _tracking_pools(channel: HttpChannel) -> dict[str, type]:
         Tracked.__name__ = Tracked.__qualname__ = base.__name__
         return Tracked
 
-    class Pool(HTTPConnectionPool):
+    class Pool(_FreshAfterIdle, HTTPConnectionPool):
         ConnectionCls = track(HTTPConnection)
 
-    class SecurePool(HTTPSConnectionPool):
+    class SecurePool(_FreshAfterIdle, HTTPSConnectionPool):
         ConnectionCls = track(HTTPSConnection)
 
     return {"http": Pool, "https": SecurePool}

@@ -433,6 +433,22 @@ def test_a_kept_alive_connection_the_server_closed_while_idle_is_not_an_error(fa
     assert client.status == "connected", client.reason
 
 
+@pytest.mark.parametrize("idle_reuse, fresh", [(3600.0, False), (-1.0, True)])
+def test_a_connection_idle_past_the_bound_is_not_reused(fake, connect, monkeypatch,
+                                                        idle_reuse, fresh):
+    """A server ends an idle keep-alive connection at its own timeout, and a call written in
+    that instant is lost with an unknown outcome: past IDLE_REUSE a pooled connection is
+    opened afresh instead of reused (the bound moved to either side of the idle time)."""
+    from raider_sync.transports import http_common
+    server = fake(answer="json")
+    client = connect(server)
+    assert text(client.call_tool("echo", {"n": 1}, timeout=10)) == "echo: {'n': 1}"
+    monkeypatch.setattr(http_common, "IDLE_REUSE", idle_reuse)
+    opened = server.connections
+    assert text(client.call_tool("echo", {"n": 2}, timeout=10)) == "echo: {'n': 2}"
+    assert (server.connections > opened) == fresh
+
+
 def test_the_session_does_not_let_urllib3_resend_anything():
     from raider_sync.transports.http_common import HttpChannel
     channel = HttpChannel("http://127.0.0.1:9/mcp", name="x")
