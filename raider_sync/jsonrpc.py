@@ -31,10 +31,10 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
 from .errors import ConnectionClosed, McpError, RaiderError, RequestTimeout
-from . import timer
-from .futures import wait_bounded
+from .threads import timer
+from .threads.futures import wait_bounded
 from .transports.base import RequestFailed, StreamHealth
-from .workers import Workers
+from .threads.workers import Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
 

@@ -22,8 +22,9 @@ import time
 import psutil
 import pytest
 
-from raider_sync import McpConfig, timer
-from raider_sync.eras import verdicts
+from raider_sync import McpConfig
+from raider_sync.threads import timer
+from raider_sync.client.eras import verdicts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")
@@ -186,7 +187,7 @@ def session_era_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def era_cache(tmp_path_factory, monkeypatch):
-    """Every test keeps the era verdicts of ``protocol: auto`` (raider_sync.eras.verdicts)
+    """Every test keeps the era verdicts of ``protocol: auto`` (raider_sync.client.eras.verdicts)
     in a folder of its own, which the processes it starts inherit: a verdict one test left
     must not decide how another's server starts. The folder, for tests that look in it."""
     folder = tmp_path_factory.mktemp("era-cache")

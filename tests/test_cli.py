@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import FAKE_SERVER
-from raider_sync.client_cli import REASON_CELL_CHARS
+from raider_sync.cli.client_cli import REASON_CELL_CHARS
 from raider_sync.errors import STDERR_QUOTE_CHARS
 
 RUN_TIMEOUT = 60
@@ -54,7 +54,7 @@ def test_unknown_tool_and_bad_json_are_usage_errors(empty_dir):
 def test_config_file_and_failing_server(tmp_path):
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": {
-        "demo": {"command": sys.executable, "args": ["-m", "raider_sync.demo"]},
+        "demo": {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]},
         "broken": {"command": "/nonexistent/raider-server"}}}))
     done = cli("servers", "--config", str(config), "--json")
     assert done.returncode == 1

@@ -20,7 +20,7 @@ def test_call_starts_only_the_server_that_owns_the_tool(tmp_path):
         # never answers initialize; writes MARK_FILE when started
         "hanging": {"command": sys.executable, "args": [HOSTILE, "silent"],
                     "env": {"MARK_FILE": str(mark)}},
-        "a.b": {"command": sys.executable, "args": ["-m", "raider_sync.demo"]}}}))
+        "a.b": {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}}}))
     done = subprocess.run(
         [sys.executable, "-m", "raider_sync", "call", "mcp__a_b__add", "--args",
          '{"a": 2, "b": 3}', "--config", str(config)],
@@ -34,7 +34,7 @@ def test_call_starts_only_the_server_that_owns_the_tool(tmp_path):
 def test_a_tool_name_without_a_known_prefix_still_searches_every_server(tmp_path):
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {
-        "demo": {"command": sys.executable, "args": ["-m", "raider_sync.demo"]}}}))
+        "demo": {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}}}))
     done = subprocess.run(
         [sys.executable, "-m", "raider_sync", "call", "mcp__nobody__add", "--config",
          str(config)], capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=str(tmp_path))

@@ -26,7 +26,7 @@ def spawn(tmp_path):
 def test_servers_shows_a_live_status_line_then_the_table(spawn, tmp_path):
     config = tmp_path / ".mcp.json"
     config.write_text(json.dumps({"mcpServers": {
-        "demo": {"command": sys.executable, "args": ["-m", "raider_sync.demo"]},
+        "demo": {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]},
         "broken": {"command": "/nonexistent/raider-demo"}}}))
     child = spawn("servers")
     child.expect("starting: demo . broken .")       # the line appears while they start

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from raider_sync.content import (default_max_output_tokens, limit_content, strip_private_meta,
+from raider_sync.client.content import (default_max_output_tokens, limit_content, strip_private_meta,
                                  truncate_middle)
 
 

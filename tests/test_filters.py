@@ -6,9 +6,9 @@ import json
 import pytest
 
 from raider_sync import ConfigError, McpConfig
-from raider_sync.budget import budget_of, estimate_tokens
-from raider_sync.filters import ToolFilter
-from raider_sync.launch import fingerprint
+from raider_sync.client.budget import budget_of, estimate_tokens
+from raider_sync.client.filters import ToolFilter
+from raider_sync.client.launch import fingerprint
 
 
 def test_names_and_globs_match_the_plain_or_the_prefixed_name():

@@ -11,17 +11,17 @@ from conftest import FAKE_SERVER, SDK_SERVER, config_of
 
 from raider_sync import BashTools, McpConfig
 from raider_sync.errors import NotConnected, ToolTimeout, UnknownServer, UnknownTool
-from raider_sync.hub import McpHub, ReloadResult
-from raider_sync.resources import Resources
-from raider_sync.toolserver import ToolServer
+from raider_sync.client.hub import McpHub, ReloadResult
+from raider_sync.serve.resources import Resources
+from raider_sync.serve.toolserver import ToolServer
 
-DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.demo"]}
+DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}
 SDK = {"command": sys.executable, "args": [SDK_SERVER, "stdio"]}
 BROKEN = {"command": "sh", "args": ["-c", "echo boom >&2; exit 1"]}
 # Waits (bounded) until the file $GATE exists, then becomes the demo server.
 GATED_DEMO = {"command": "sh", "args": [
     "-c", 'i=0; while [ ! -e "$GATE" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; '
-          f'exec "{sys.executable}" -m raider_sync.demo']}
+          f'exec "{sys.executable}" -m raider_sync.cli.demo']}
 
 
 class Recorder:

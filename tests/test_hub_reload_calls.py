@@ -13,7 +13,7 @@ from conftest import FAKE_SERVER, config_of, poll
 
 from raider_sync import ConnectionClosed, InvalidArgument, McpHub, NotConnected, UnknownTool
 
-DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.demo"]}
+DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}
 # A well-behaved stdio server in a tenth of the demo's start-up CPU: the bulk of a big hub
 PLAIN = {"command": sys.executable, "args": [FAKE_SERVER, "plain"]}
 WAIT = 60.0  # the bound of every wait here; none is reached unless something is wrong

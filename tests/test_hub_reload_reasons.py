@@ -6,9 +6,9 @@ import json
 import sys
 
 from raider_sync import McpConfig
-from raider_sync.hub import McpHub
+from raider_sync.client.hub import McpHub
 
-DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.demo"]}
+DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}
 BROKEN = {"command": "sh", "args": ["-c", "echo boom >&2; exit 1"]}
 
 

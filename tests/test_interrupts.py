@@ -1,4 +1,4 @@
-"""The steps of raider_sync.interrupts record their outcome where the caller holds it."""
+"""The steps of raider_sync.threads.interrupts record their outcome where the caller holds it."""
 from __future__ import annotations
 
 import collections
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from raider_sync.interrupts import acquire_into, read_into, write_into
+from raider_sync.threads.interrupts import acquire_into, read_into, write_into
 
 
 def test_acquire_into_records_a_lock_taken_and_nothing_when_the_time_runs_out():

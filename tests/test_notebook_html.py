@@ -7,14 +7,14 @@ import pytest
 
 from conftest import config_of
 from raider_sync import McpHub, McpServer, ToolServer
-from raider_sync.notebook import ProgressBar, ToolResult, result_html
+from raider_sync.client.notebook import ProgressBar, ToolResult, result_html
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 
 
 @pytest.fixture
 def demo_config():
-    return config_of({"demo": {"command": sys.executable, "args": ["-m", "raider_sync.demo"]},
+    return config_of({"demo": {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]},
                       "broken": {"command": "/nonexistent/raider-demo"}})
 
 

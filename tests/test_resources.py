@@ -11,21 +11,21 @@ from conftest import SDK_SERVER, config_of
 
 from raider_sync import McpServer
 from raider_sync.errors import McpError, NotConnected, RaiderError, UnknownServer
-from raider_sync.resources import (DO_NOT_READ_AGAIN, FULL_CONTENTS, LIST_TOOL, NO_RESOURCES,
+from raider_sync.serve.resources import (DO_NOT_READ_AGAIN, FULL_CONTENTS, LIST_TOOL, NO_RESOURCES,
                                    READ_TOOL, Resources, attachment, contents_text)
-from raider_sync.toolserver import ToolServer
+from raider_sync.serve.toolserver import ToolServer
 
 EVERYTHING_DOC = "demo://resource/static/document/architecture.md"
 EVERYTHING_BLOB = "demo://resource/dynamic/blob/1"
 GUIDE_START = "# raider_sync demo"
-BARE_SERVER = ("from raider_sync.toolserver import ToolServer\n"
+BARE_SERVER = ("from raider_sync.serve.toolserver import ToolServer\n"
                "tools = ToolServer('bare')\n"
                "tools.add_tool('ping', lambda: 'pong')\n"
                "tools.serve_stdio()\n")
 
 
 def entries(everything_js: str | None) -> dict:
-    demo = {"command": sys.executable, "args": ["-m", "raider_sync.demo"]}
+    demo = {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}
     found = {"sdk": {"command": sys.executable, "args": [SDK_SERVER, "stdio"]},
              "demo": demo,
              "plugin:kit:docs": demo,

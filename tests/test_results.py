@@ -120,8 +120,8 @@ def test_the_hub_default_holds_for_servers_and_mounted_tool_servers(everything_j
 
 
 def test_the_client_no_longer_imports_the_jupyter_module():
-    code = ("import sys, raider_sync; from raider_sync.results import ToolResult; "
-            "assert 'raider_sync.notebook' not in sys.modules, 'notebook imported'; "
-            "from raider_sync.notebook import ToolResult as Old; assert Old is ToolResult")
+    code = ("import sys, raider_sync; from raider_sync.client.results import ToolResult; "
+            "assert 'raider_sync.client.notebook' not in sys.modules, 'notebook imported'; "
+            "from raider_sync.client.notebook import ToolResult as Old; assert Old is ToolResult")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

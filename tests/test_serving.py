@@ -14,8 +14,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 # one that prints to stdout (which must not reach the protocol stream).
 SERVED = textwrap.dedent('''
     import sys
-    from raider_sync.serving import serve_stdio
-    from raider_sync.toolserver import ToolServer
+    from raider_sync.serve.serving import serve_stdio
+    from raider_sync.serve.toolserver import ToolServer
 
     tools = ToolServer("served", instructions="Served for a test.")
     for i in range(5):
@@ -128,7 +128,7 @@ def test_sdk_client_is_told_when_tools_change(served, tmp_path):
 
 
 def test_sdk_client_against_the_demo_server(tmp_path):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "raider_sync.demo"])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "raider_sync.cli.demo"])
 
     async def scenario(session: ClientSession, notifications):
         init = await session.initialize()
@@ -171,7 +171,7 @@ def test_served_progress_reaches_a_raider_client():
     """The demo's wait tool reports progress; over stdio it arrives as notifications/progress."""
     from raider_sync import McpConfig, McpServer
     spec = McpConfig.from_dict({"mcpServers": {"demo": {
-        "command": sys.executable, "args": ["-m", "raider_sync.demo"]}}}).server("demo")
+        "command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}}}).server("demo")
     seen = []
     with McpServer(spec) as server:
         result = server.call_tool("mcp__demo__wait", {"seconds": 0.1, "steps": 3},
@@ -182,8 +182,8 @@ def test_served_progress_reaches_a_raider_client():
 
 AWKWARD = textwrap.dedent('''
     import time
-    from raider_sync.serving import serve_stdio
-    from raider_sync.toolserver import ToolServer
+    from raider_sync.serve.serving import serve_stdio
+    from raider_sync.serve.toolserver import ToolServer
 
     tools = ToolServer("awkward", call_timeout=0.3)
     tools.add_tool("slow", lambda: time.sleep(30) or "late", description="never in time")
@@ -235,8 +235,8 @@ def test_invalid_requests_are_answered_with_invalid_request():
     import threading
 
     from jsonrpc_cases import INVALID_NOTIFICATION, INVALID_REQUESTS
-    from raider_sync.serving import serve_stdio
-    from raider_sync.toolserver import ToolServer
+    from raider_sync.serve.serving import serve_stdio
+    from raider_sync.serve.toolserver import ToolServer
 
     lines = [request for request, _ in INVALID_REQUESTS] + [
         INVALID_NOTIFICATION, {"jsonrpc": "2.0", "id": "fine", "method": "ping"}]

@@ -12,7 +12,7 @@ from conftest import config_of
 from raider_sync import McpServer
 
 WAIT = 30.0
-DEMO = [sys.executable, "-m", "raider_sync.demo"]
+DEMO = [sys.executable, "-m", "raider_sync.cli.demo"]
 
 
 def demo_spec(**entry):
@@ -54,8 +54,8 @@ def test_initialize_after_discover_is_refused():
     import io
     import json
 
-    from raider_sync.serving import serve_stdio
-    from raider_sync.toolserver import ToolServer
+    from raider_sync.serve.serving import serve_stdio
+    from raider_sync.serve.toolserver import ToolServer
 
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
@@ -111,9 +111,9 @@ def test_requests_read_before_the_input_ends_are_all_answered(monkeypatch):
     import io
     import json
 
-    from raider_sync import workers
-    from raider_sync.serving import serve_stdio
-    from raider_sync.toolserver import ToolServer
+    from raider_sync.threads import workers
+    from raider_sync.serve.serving import serve_stdio
+    from raider_sync.serve.toolserver import ToolServer
 
     closing = threading.Event()  # the session's pools have been shut (their queues settled)
     shutdown = workers.Workers.shutdown

@@ -16,7 +16,7 @@ from conftest import config_of, free_port, wait_for_port
 
 from raider_sync import McpError, McpServer, SubscriptionEnded, ToolServer
 from raider_sync.gateway.cli import Serving
-from raider_sync.serving_http import ToolServerApp, wsgi_app
+from raider_sync.serve.serving_http import ToolServerApp, wsgi_app
 
 WAIT = 30.0
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -270,7 +270,7 @@ SERVE = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from raider_sync import ToolServer
-from raider_sync.serving_http import serve_http
+from raider_sync.serve.serving_http import serve_http
 with ToolServer("local") as tools:
     tools.add_tool("add", lambda a, b: str(a + b))
     serve_http(tools, "127.0.0.1", int(sys.argv[1]))
@@ -300,7 +300,7 @@ def test_serve_http_ends_listen_streams_gracefully_on_ctrl_c():
 
 
 def test_a_client_refused_every_stream_stays_usable_and_backs_off(serve):
-    from raider_sync.eras.era_seam import MAX_RELISTEN_DELAY, relisten_delay
+    from raider_sync.client.eras.era_seam import MAX_RELISTEN_DELAY, relisten_delay
     assert [relisten_delay(n) for n in range(7)] == [1, 2, 4, 8, 16, 30, 30]
     assert relisten_delay(10_000) == MAX_RELISTEN_DELAY
     served = serve(max_streams=0)

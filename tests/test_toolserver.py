@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from raider_sync.errors import McpError, NotConnected, ToolTimeout, UnknownTool
-from raider_sync.toolserver import ToolServer, check_schema
+from raider_sync.serve.toolserver import ToolServer, check_schema
 
 
 @pytest.fixture

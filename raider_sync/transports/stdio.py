@@ -20,7 +20,7 @@ import time
 from concurrent.futures import Future
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
-from ..interrupts import acquire_into, write_into
+from ..threads.interrupts import acquire_into, write_into
 from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport,
                    encode_message, poll_ms)
 from .stdout import StdoutReader

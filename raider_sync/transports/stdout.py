@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ..errors import ConnectionClosed
-from ..interrupts import read_into
+from ..threads.interrupts import read_into
 from .base import (Deliver, LineSplitter, MessageTooLong, answers, decode_message, deliver_json,
                    deliver_parsed, looks_like_jsonrpc, poll_ms, too_large)
 

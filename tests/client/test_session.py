@@ -441,7 +441,7 @@ def test_closed_error_tells_what_ended_the_session():
 
 def test_a_blocking_request_is_bounded_even_without_the_timer(monkeypatch):
     """request() waits at most its timeout plus a margin, even if nothing else fails it."""
-    from raider_sync import futures, timer
+    from raider_sync.threads import futures, timer
     monkeypatch.setattr(futures, "WAIT_MARGIN_S", 0.2)
     monkeypatch.setattr(timer, "at", lambda when, action: None)  # no deadline fails it
     transport = MemoryTransport()

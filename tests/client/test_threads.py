@@ -10,10 +10,11 @@ from concurrent.futures import CancelledError
 import pytest
 from conftest import SDK_SERVER, config_of, poll
 
-from raider_sync import McpHub, timer
+from raider_sync import McpHub
+from raider_sync.threads import timer
 from raider_sync.transports.base import LineSplitter, MessageTooLong
 from raider_sync.transports.stdio import StdioTransport
-from raider_sync.workers import Workers
+from raider_sync.threads.workers import Workers
 
 SERVERS = 3
 WAIT = 30.0
