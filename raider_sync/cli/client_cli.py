@@ -27,27 +27,13 @@ from ..errors import ConfigError, McpError, NotConnected, RaiderError
 from ..client.notebook import ProgressBar
 from .serve_cli import register as register_serve
 from ..client.server import McpServer
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, default_config, load_config  # noqa: F401
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TOOL_FORMATS = ("openai", "openai-responses", "anthropic")
 START_TIMEOUT_S = 60.0
 #: the most characters of a reason a row of the ``servers`` table shows (``--json`` shows it
 #: whole; a quoted stderr line in it is bounded already, see errors.STDERR_QUOTE_CHARS)
 REASON_CELL_CHARS = 120
-
-
-def default_config() -> McpConfig:
-    """The embedded default: the demo server, run with this Python."""
-    return McpConfig.from_dict({"mcpServers": {"demo": {
-        "command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}}})
-
-
-def load_config(path: str | None) -> McpConfig:
-    if path:
-        return McpConfig.load(path)
-    if os.path.exists(".mcp.json"):
-        return McpConfig.load(".mcp.json")
-    return default_config()
 
 
 def register(sub: argparse._SubParsersAction) -> None:

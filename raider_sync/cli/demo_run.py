@@ -10,7 +10,7 @@ import os
 import tempfile
 import time
 
-from .client_cli import EXIT_FAILED, EXIT_OK, load_config
+from .common import EXIT_FAILED, EXIT_OK, load_config
 from ..client.hub import McpHub
 from ..serve.resources import Resources
 from ..shell import BashTools, Tasks
