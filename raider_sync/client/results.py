@@ -121,6 +121,13 @@ class ToolResult(dict):
         return result_html(self)
 
 
+def text_result(text: str, is_error: bool = False) -> dict:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if is_error:
+        result["isError"] = True
+    return result
+
+
 def check_against_schema(value: Any, schema: dict, who: str = "the tool") -> None:
     """Raise StructuredContentError unless ``value`` is valid against the JSON Schema
     ``schema`` (the draft its ``$schema`` names, else 2020-12). Raises ImportError when the

@@ -18,12 +18,12 @@ import threading
 from typing import Any, BinaryIO
 
 from ..client.eras.modern import CACHEABLE
+from ..client.results import text_result
 from .served import (ServedEra, check_envelope, discover_result, listen_ack,
                           listen_notification, listen_result)
 from ..errors import McpError, ToolTimeout, UnknownTool
 from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
-from .toolserver import text_result
 from ..transports.stream import StreamTransport
 
 PAGE_SIZE = 100

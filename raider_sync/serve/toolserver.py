@@ -33,7 +33,7 @@ from ..config import normalize_name
 from ..errors import McpError, NotConnected, ToolTimeout, UnknownTool
 from ..threads.futures import Deadlines, failed, resolved, then, wait_bounded
 from ..client.launch import DEFAULT_CALL_TIMEOUT_S
-from ..client.results import ToolResult
+from ..client.results import ToolResult, text_result
 
 log = logging.getLogger("raider_sync.toolserver")
 
@@ -463,13 +463,6 @@ class _InvalidArguments(Exception):
 def error_result(text: str) -> dict:
     """An ``isError`` tool result carrying ``text``."""
     return ToolResult({"content": [{"type": "text", "text": text}], "isError": True})
-
-
-def text_result(text: str, is_error: bool = False) -> dict:
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
-    if is_error:
-        result["isError"] = True
-    return result
 
 
 def _as_result(value: Any) -> dict:
