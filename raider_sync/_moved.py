@@ -65,6 +65,12 @@ MOVED: dict[str, str] = {
 #: old package -> new package, for modules under it that MOVED does not name
 MOVED_PACKAGES: dict[str, str] = {"raider_sync.eras": "raider_sync.client.eras"}
 
+#: (module, name) -> the module that defines it now, for names that moved out of a module that
+#: stays; they are handed on without a warning, as they were before the package was grouped
+MOVED_NAMES: dict[tuple[str, str], str] = {
+    ("raider_sync.client.notebook", "ToolResult"): "raider_sync.client.results",
+}
+
 #: old top-level names, reachable as attributes of the package (``raider_sync.server``)
 TOP_LEVEL = {old.rsplit(".", 1)[1]: old for old in MOVED if old.count(".") == 1}
 
@@ -129,6 +135,14 @@ def install() -> None:
     """Put the old-path finder first on ``sys.meta_path`` (once)."""
     if not any(isinstance(finder, OldPaths) for finder in sys.meta_path):
         sys.meta_path.insert(0, OldPaths())
+
+
+def moved_name(module: str, name: str):
+    """``module.name`` for a name that moved out of ``module`` (a module's ``__getattr__``).
+    Raises AttributeError for any other name."""
+    if (module, name) not in MOVED_NAMES:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(MOVED_NAMES[module, name]), name)
 
 
 def attribute(name: str):

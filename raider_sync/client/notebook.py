@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any, Iterable, Optional
 
-from .results import ToolResult  # noqa: F401 - it lived here once; results.py is its home
+from .. import _moved
 
 _STATUS_COLOURS = {"connected": "#1a7f37", "failed": "#cf222e", "error": "#cf222e",
                    "starting": "#9a6700", "stopped": "#57606a", "configured": "#57606a"}
@@ -158,3 +158,8 @@ def _display_handle():
     if ip is None or type(ip).__name__ != "ZMQInteractiveShell":
         return None
     return display(_HTML(""), display_id=True)
+
+
+def __getattr__(name: str):
+    # ToolResult lived here once; results.py is its home now, and it imports this module
+    return _moved.moved_name(__name__, name)
