@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from test_cli import cli
+from cli.test_cli_commands import cli
 
 
 @pytest.fixture

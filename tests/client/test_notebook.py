@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import PEERS, everything_available
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "docs" / "notebook.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "notebook.ipynb"
 CELL_TIMEOUT_S = 60
 RUN_TIMEOUT_S = 180
 
