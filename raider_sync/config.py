@@ -157,7 +157,7 @@ class ServerSpec(BaseModel):
     ``max_message_size`` (``maxMessageSize``) the bound in bytes on one received message.
     ``plugin_root``/``plugin_data`` mark a plugin's server (named ``plugin:NAME:SERVER``).
     ``allowed_tools``/``disabled_tools`` (``allowedTools``/``disabledTools``) are tool names
-    or globs that narrow the tools offered (see :mod:`raider_sync.filters`).
+    or globs that narrow the tools offered (see :mod:`raider_sync.client.filters`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

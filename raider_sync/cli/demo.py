@@ -1,6 +1,6 @@
 """The embedded demo MCP server: a ToolServer served over stdio with the current Python.
 
-    python -m raider_sync.demo
+    python -m raider_sync.cli.demo
 
 It is the default server of the command line when no ``.mcp.json`` is found, so
 ``raider-sync servers`` and ``make demo`` work on a fresh machine with nothing configured.

@@ -2,7 +2,7 @@
 
 The estimate is the length of the tool's definition as compact JSON (name, description,
 inputSchema and whatever else the server sent) divided by four, rounded up: the same four
-characters per token that the output limit counts (:data:`raider_sync.content.CHARS_PER_TOKEN`).
+characters per token that the output limit counts (:data:`raider_sync.client.content.CHARS_PER_TOKEN`).
 A model's tokenizer and the provider's own wrapping of tool definitions differ, so the number
 is an estimate for comparing servers and tools, not an invoice.
 """

@@ -207,7 +207,7 @@ class McpHub:
         return self.tools_f().result(timeout or _DEFAULT_TIMEOUT_S)
 
     def tool_budget_f(self) -> Future:
-        """A future of the :class:`~raider_sync.budget.ToolBudget` of every tool
+        """A future of the :class:`~raider_sync.client.budget.ToolBudget` of every tool
         :meth:`tools` lists: each tool's estimated token cost and each server's sum."""
         sources = [c for c in self.clients if c.status in UP] + self.mounted
         futures = [_guarded(source.list_tools_f) for source in sources]
@@ -476,7 +476,7 @@ def _left(deadline: Deadline, name: str) -> float:
 
 
 def _checked(name: str, arguments: Any, timeout: Any) -> dict:
-    """The arguments of a call as a dict; raises InvalidArgument (see raider_sync.calls)."""
+    """The arguments of a call as a dict; raises InvalidArgument (see raider_sync.client.calls)."""
     seconds(timeout, 1.0)
     return tool_arguments(arguments, name)
 

@@ -32,7 +32,7 @@ class Listings:
     def list_prompts_f(self, cache: str = "use") -> Future:
         """A future of the server's prompts, listed on first use and again after
         prompts/list_changed. Empty unless connected; a failing prompts/list is empty.
-        ``cache``: "use", "refresh" or "bypass" (see :mod:`raider_sync.eras.cache`)."""
+        ``cache``: "use", "refresh" or "bypass" (see :mod:`raider_sync.client.eras.cache`)."""
         if not self.has_prompts:
             return resolved([])
         return self._cached_list("prompts/list", "prompts", lambda items: items, cache)
@@ -93,7 +93,7 @@ class Listings:
     def list_skills_f(self, *, timeout: float | None = None) -> Future:
         """A future of the server's skills (``skills/list``, every page): entries with their
         ``uri``, ``frontmatter`` and ``resources`` (size and digest per file). Nothing is read.
-        See :mod:`raider_sync.skills`."""
+        See :mod:`raider_sync.client.skills`."""
         from . import skills
         bound = timeout or self.call_timeout
         return run_in_thread(lambda: skills.list_skills(self, bound), f"raider-{self.key}-skills")

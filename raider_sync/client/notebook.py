@@ -1,5 +1,5 @@
 """How raider_sync's objects look in Jupyter: HTML for servers, hubs and tool results, and a
-progress bar driven by ``on_progress``. The result type itself is in :mod:`raider_sync.results`.
+progress bar driven by ``on_progress``. The result type itself is in :mod:`raider_sync.client.results`.
 
 Nothing here imports IPython unless a progress bar is drawn in a notebook; outside one the bar
 is a line of text on stderr.

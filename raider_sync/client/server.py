@@ -49,7 +49,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
     ``base_env`` (default a copy of os.environ), ``kill_grace`` (seconds, default 2),
     ``on_status(server)``, ``max_output_tokens`` (default MAX_MCP_OUTPUT_TOKENS, else 25000),
     ``on_tools_changed(server)``, ``max_message_size`` (bytes; the spec's ``maxMessageSize``
-    wins; default 64 MiB); answers to server requests (see :mod:`raider_sync.capabilities`):
+    wins; default 64 MiB); answers to server requests (see :mod:`raider_sync.client.capabilities`):
     ``roots`` (file:// URIs or a callable), ``on_sampling(params)``, ``on_elicitation(params)``;
     ``raise_on_error`` (default False): calls raise ToolError for a tool's error result;
     ``auth``: an :class:`~raider_sync.auth.OAuth` (or ``fn(spec) -> OAuth``) for an HTTP
@@ -58,8 +58,8 @@ class McpServer(Lifecycle, Listings, ServerSurface):
     handler ends its start with status ``needs-auth``;
     ``allowed_tools``/``disabled_tools`` (names or globs, narrowing the spec's own),
     ``on_log(server, level, logger, data)``, ``on_resource_updated(server, uri)`` and
-    ``telemetry`` (see :mod:`raider_sync.surface` and :mod:`raider_sync.telemetry`);
-    ``protocol``, ``probe_timeout`` and ``max_input_rounds`` (see :mod:`raider_sync.eras`).
+    ``telemetry`` (see :mod:`raider_sync.client.surface` and :mod:`raider_sync.client.telemetry`);
+    ``protocol``, ``probe_timeout`` and ``max_input_rounds`` (see :mod:`raider_sync.client.eras`).
     ``restart`` (a :class:`RestartPolicy`, its dict, or True for the defaults; default the
     spec's ``restart``) restarts a crashed server on the next call.
     Thread-safe: any number of threads may call one server.
@@ -490,7 +490,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
 
     def limit_content(self, content: list[dict], is_error: bool = False) -> list[dict]:
         """The content blocks with their text held to :attr:`max_output_tokens` (see
-        :func:`raider_sync.content.limit_content`)."""
+        :func:`raider_sync.client.content.limit_content`)."""
         return limit_content(content, is_error, max_output_tokens=self.max_output_tokens)
 
     # -- what the server sends -----------------------------------------------------------
@@ -519,9 +519,9 @@ class McpServer(Lifecycle, Listings, ServerSurface):
     def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
                uris=(), timeout: float | None = None):
         """Subscribe to changes: the tool, prompt or resource lists, and updates of the
-        resources ``uris``. A :class:`~raider_sync.eras.listen.Subscription` (context
+        resources ``uris``. A :class:`~raider_sync.client.eras.listen.Subscription` (context
         manager; ``next(timeout)``, ``events(timeout)``), the same in both eras (see
-        :mod:`raider_sync.eras.listen`). Blocks until the listen is open: in the stateless
+        :mod:`raider_sync.client.eras.listen`). Blocks until the listen is open: in the stateless
         era until the server acknowledges ``subscriptions/listen``, in the handshake era for
         ``resources/subscribe`` (``timeout`` s each, default the call timeout). Raises
         NotConnected; McpError for a listen the server refuses (one that serves no

@@ -205,7 +205,7 @@ class ServerSurface:
 
     def tool_budget(self, timeout: float | None = None) -> ToolBudget:
         """The estimated token cost of this server's (filtered) tool definitions; see
-        :mod:`raider_sync.budget`."""
+        :mod:`raider_sync.client.budget`."""
         return budget_of({self.name: self.list_tools(timeout)})
 
     # -- in process ----------------------------------------------------------------------

@@ -6,7 +6,7 @@ Answers initialize (the client's revision when raider_sync knows it, else its ow
 tools/list (paginated), tools/call, resources/list, resources/read, prompts/list and
 prompts/get, and sends notifications/tools/list_changed when the tools change after the
 client said initialized. A client of the stateless revision (2026-07-28) is answered in that
-era instead (see :mod:`raider_sync.eras.served`): ``server/discover``, every request checked
+era instead (see :mod:`raider_sync.serve.served`): ``server/discover``, every request checked
 for its ``_meta``, results marked ``resultType: complete``, and ``subscriptions/listen``
 streams that carry the tool list's changes.
 """

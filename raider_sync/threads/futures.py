@@ -127,7 +127,7 @@ def wait_bounded(future: Future, timeout: float) -> Any:
 
 class Deadlines:
     """Fails futures whose deadline passes, on the process's timer thread
-    (:mod:`raider_sync.timer`); :meth:`close` stops watching.
+    (:mod:`raider_sync.threads.timer`); :meth:`close` stops watching.
 
     ``watch(future, seconds, make_error)`` sets ``make_error()`` on ``future`` if it is not
     done ``seconds`` from now. What the future stood for is not interrupted: this is for work
