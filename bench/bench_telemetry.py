@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from raider_sync import McpConfig, McpServer
-from raider_sync.telemetry import Telemetry
+from raider_sync.client.telemetry import Telemetry
 
 from .common import ms, p50, stdio_servers, table, timed
 

@@ -2,7 +2,10 @@
 
 Users import from here; the modules behind it may move.
 """
-__version__ = "0.1.0"
+from ._version import __version__
+from . import _moved
+
+_moved.install()
 
 from .config import McpConfig, RestartPolicy, ServerSpec, tool_name  # noqa: E402
 from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
@@ -10,14 +13,14 @@ from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired, 
                      SchemaRefused, SkillRejected, StructuredContentError, SubscriptionEnded,
                      ToolError, ToolTimeout, TransportError, UnknownServer, UnknownTool,
                      UnsupportedProtocol)
-from .hub import McpHub, ReloadResult  # noqa: E402
-from .resources import Resources  # noqa: E402
-from .results import ToolResult  # noqa: E402
-from .server import McpServer  # noqa: E402
-from .budget import ToolBudget  # noqa: E402
+from .client.hub import McpHub, ReloadResult  # noqa: E402
+from .serve.resources import Resources  # noqa: E402
+from .client.results import ToolResult  # noqa: E402
+from .client.server import McpServer  # noqa: E402
+from .client.budget import ToolBudget  # noqa: E402
 from .shell import BashTools, Tasks  # noqa: E402
-from .telemetry import Telemetry  # noqa: E402
-from .toolserver import ToolServer  # noqa: E402
+from .client.telemetry import Telemetry  # noqa: E402
+from .serve.toolserver import ToolServer  # noqa: E402
 
 __all__ = [
     "AuthError",
@@ -55,3 +58,8 @@ __all__ = [
     "__version__",
     "tool_name",
 ]
+
+
+def __getattr__(name: str):
+    # raider_sync.server and the other old module names, for the deprecation period
+    return _moved.attribute(name)

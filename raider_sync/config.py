@@ -157,7 +157,7 @@ class ServerSpec(BaseModel):
     ``max_message_size`` (``maxMessageSize``) the bound in bytes on one received message.
     ``plugin_root``/``plugin_data`` mark a plugin's server (named ``plugin:NAME:SERVER``).
     ``allowed_tools``/``disabled_tools`` (``allowedTools``/``disabledTools``) are tool names
-    or globs that narrow the tools offered (see :mod:`raider_sync.filters`).
+    or globs that narrow the tools offered (see :mod:`raider_sync.client.filters`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -187,7 +187,7 @@ class ServerSpec(BaseModel):
     @field_validator("protocol")
     @classmethod
     def _known_protocol(cls, value: Optional[str]) -> Optional[str]:
-        from .eras.modern import PROTOCOL_CHOICES
+        from .client.eras.modern import PROTOCOL_CHOICES
         if value is not None and value not in PROTOCOL_CHOICES:
             raise ValueError(f"must be one of {', '.join(PROTOCOL_CHOICES)}")
         return value

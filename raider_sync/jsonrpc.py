@@ -6,7 +6,7 @@ and a transport that only moves messages. It owns:
 - the pending map: request id -> ``concurrent.futures.Future``. The transport's reader thread
   resolves a future when the response arrives; when the transport closes, every pending future
   fails at once with the transport's error (a :class:`ConnectionClosed` carrying the stderr tail).
-- a deadline per request on the process's one timer thread (:mod:`raider_sync.timer`), which
+- a deadline per request on the process's one timer thread (:mod:`raider_sync.threads.timer`), which
   fails a request whose deadline passes, after sending ``notifications/cancelled`` for it, so
   even a future nobody waits on cannot hang.
 - dispatch of what the peer sends on its own: notifications run in order on one thread,
@@ -31,10 +31,10 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
 from .errors import ConnectionClosed, LostInFlight, McpError, RaiderError, RequestTimeout
-from . import timer
-from .futures import wait_bounded
+from .threads import timer
+from .threads.futures import wait_bounded
 from .transports.base import RequestFailed, StreamHealth
-from .workers import Workers
+from .threads.workers import Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
 

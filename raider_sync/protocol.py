@@ -2,7 +2,7 @@
 
 The handshake era (2024-11-05 .. 2025-11-25): ``initialize``, then
 ``notifications/initialized``. The stateless 2026-07-28 revision (``server/discover``, no
-session) lives in :mod:`raider_sync.eras`, which picks the era by what the server answers.
+session) lives in :mod:`raider_sync.client.eras`, which picks the era by what the server answers.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ session-scoped fixtures are up (pytest sets up wider scopes first) and checks th
 test's own fixtures are torn down, allowing a bounded moment for threads to finish exiting.
 One thread is shared by design and owned by no test: the process's timer (``raider-timer``,
 see raider_sync/timer.py), which holds no resource and ends by itself once idle;
-tests/client/test_threads.py checks that it does.
+tests/threads/test_threads.py checks that it does.
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ import time
 import psutil
 import pytest
 
-from raider_sync import McpConfig, timer
-from raider_sync.eras import verdicts
+from raider_sync import McpConfig
+from raider_sync.threads import timer
+from raider_sync.client.eras import verdicts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")
@@ -186,7 +187,7 @@ def session_era_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def era_cache(tmp_path_factory, monkeypatch):
-    """Every test keeps the era verdicts of ``protocol: auto`` (raider_sync.eras.verdicts)
+    """Every test keeps the era verdicts of ``protocol: auto`` (raider_sync.client.eras.verdicts)
     in a folder of its own, which the processes it starts inherit: a verdict one test left
     must not decide how another's server starts. The folder, for tests that look in it."""
     folder = tmp_path_factory.mktemp("era-cache")
@@ -277,8 +278,8 @@ def pytest_xdist_make_scheduler(config, log):
 #: modules whose tests take longest (hypothesis, the manual's build, the soak, many
 #: processes): collected first, so that no worker is left running one of them at the end
 SLOW_MODULES = ("tests/test_docs.py", "tests/llm/test_names.py", "tests/llm/test_schema.py",
-                "tests/client/test_http_headers.py", "tests/client/test_soak.py",
-                "tests/test_notebook.py", "tests/gateway/test_scale.py")
+                "tests/transports/test_http_headers.py", "tests/client/test_soak.py",
+                "tests/client/test_notebook.py", "tests/gateway/test_scale.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -153,5 +153,5 @@ def test_a_vscode_config_runs_a_real_server(tmp_path, everything_js):
 
 def test_a_plain_dict_config_is_unchanged():
     config = McpConfig.from_dict({"mcpServers": {"demo": {
-        "command": sys.executable, "args": ["-m", "raider_sync.demo"]}}}, env={})
+        "command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}}}, env={})
     assert config.names() == ["demo"] and config.warnings == []

@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 
 def _auth(args, **options) -> OAuth:
-    from ..client_cli import load_config
+    from ..cli.common import load_config
     spec = load_config(args.config).server(args.server)
     if spec.transport not in ("http", "sse"):
         raise ConfigError(f"{spec.name!r} is a {spec.transport} server; only http and sse "

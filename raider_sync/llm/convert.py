@@ -20,8 +20,8 @@ from concurrent.futures import Future
 from typing import Any, Iterable
 
 from ..errors import RaiderError, SchemaRefused, ToolError, UnknownTool
-from ..futures import resolved, wait_bounded
-from ..results import ToolResult
+from ..threads.futures import resolved, wait_bounded
+from ..client.results import ToolResult
 from .names import ToolNames
 from .schema import check_bounds, drop_added_nulls, loose_schema, strict_schema
 

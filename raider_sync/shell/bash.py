@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from ..errors import ConfigError
-from ..futures import resolved, then
-from ..toolserver import ToolServer, text_result
+from ..threads.futures import resolved, then
+from ..serve.toolserver import ToolServer, text_result
 from . import schemas
 from .gates import Validator, refusal
 from .monitor import DEFAULT_OPTIONS, Monitor

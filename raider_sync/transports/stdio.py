@@ -20,7 +20,7 @@ import time
 from concurrent.futures import Future
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
-from ..interrupts import acquire_into, write_into
+from ..threads.interrupts import acquire_into, write_into
 from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport,
                    encode_message, poll_ms)
 from .stdout import StdoutReader
@@ -157,7 +157,7 @@ class StdioTransport(Transport):
         if proc is None or self._closing:
             raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
         left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
-        held: list = []  # see raider_sync.interrupts: a Ctrl-C cannot leave the lock held
+        held: list = []  # see raider_sync.threads.interrupts: a Ctrl-C cannot leave the lock held
         try:
             acquire_into(held, self._write_lock, left)
             if not held:
@@ -194,7 +194,7 @@ class StdioTransport(Transport):
         interrupt that comes with part of the line written finishes the line first (within
         the deadline), so that the next message starts a line of its own."""
         fd = proc.stdin.fileno()  # type: ignore[union-attr]
-        written: list[int] = []  # what each write took (raider_sync.interrupts)
+        written: list[int] = []  # what each write took (raider_sync.threads.interrupts)
         try:
             self._write_from(proc, fd, data, written, deadline)
         except (KeyboardInterrupt, SystemExit):

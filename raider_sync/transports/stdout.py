@@ -17,7 +17,7 @@ caller asks. What the server sends on its own between such calls is read within 
 Ctrl-C. Python runs signal handlers on the main thread, between bytecodes: bytes held only
 by a local variable there could be lost between the read and their use, and with them other
 callers' answers. So the main thread reads into the reader's inbox in one step of C code
-(:func:`~raider_sync.interrupts.read_into`), takes only a chunk that
+(:func:`~raider_sync.threads.interrupts.read_into`), takes only a chunk that
 is exactly its own whole answer, and leaves anything else in the inbox for the reader thread,
 which takes it in order. Other threads get no such exceptions and take whatever comes.
 """
@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ..errors import ConnectionClosed
-from ..interrupts import read_into
+from ..threads.interrupts import read_into
 from .base import (Deliver, LineSplitter, MessageTooLong, answers, decode_message, deliver_json,
                    deliver_parsed, looks_like_jsonrpc, poll_ms, too_large)
 
@@ -241,7 +241,7 @@ class StdoutReader:
     # -- taking what was read (the turn's holder) --------------------------------------------
 
     def _fill(self) -> bool:
-        """Read one chunk into the inbox (:func:`~raider_sync.interrupts.read_into`: an
+        """Read one chunk into the inbox (:func:`~raider_sync.threads.interrupts.read_into`: an
         interrupt loses none of it); False when there was nothing after all."""
         try:
             if not read_into(self._inbox, self.fd, CHUNK):

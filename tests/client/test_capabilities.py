@@ -11,7 +11,7 @@ from conftest import everything_available
 from fakes.http_peers import HttpPeer
 
 from raider_sync import McpError, McpServer
-from raider_sync.capabilities import ClientCapabilities, apply_defaults, normalize_roots
+from raider_sync.client.capabilities import ClientCapabilities, apply_defaults, normalize_roots
 from raider_sync.jsonrpc import MethodNotFound
 
 WAIT = 15.0

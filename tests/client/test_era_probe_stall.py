@@ -1,6 +1,6 @@
 """``protocol: auto`` against a handshake-era server that never answers server/discover: the
 start does not stall in silence, the stall names the fix, and the verdict outlives the
-process (raider_sync.eras.verdicts), in a cache that concurrent processes, corrupt files and
+process (raider_sync.client.eras.verdicts), in a cache that concurrent processes, corrupt files and
 unwritable folders cannot break.
 
 No real server at hand ignores an unknown request (server-everything, the SDK's and
@@ -19,7 +19,7 @@ import pytest
 from conftest import fake_spec, run_script
 
 from raider_sync import McpServer
-from raider_sync.eras import negotiate, verdicts
+from raider_sync.client.eras import negotiate, verdicts
 
 WAIT = 30.0
 
@@ -163,7 +163,7 @@ def test_processes_writing_at_once_never_leave_half_a_verdict(era_cache):
     """Two processes write the same server's verdict over and over while this one reads it:
     every read finds a whole verdict."""
     writer = textwrap.dedent("""
-        from raider_sync.eras import verdicts
+        from raider_sync.client.eras import verdicts
         for n in range(2000):
             verdicts.keep("stdio:x:1", ("legacy", "modern")[n % 2])
     """)

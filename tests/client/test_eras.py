@@ -14,7 +14,7 @@ from fakes.http_peers import HttpPeer
 
 from raider_sync import (McpError, McpServer, SubscriptionEnded, ToolTimeout,
                          UnsupportedProtocol)
-from raider_sync.eras import negotiate
+from raider_sync.client.eras import negotiate
 
 WAIT = 15.0
 MODERN_FAKE = os.path.join(FAKES, "modern_fake.py")

@@ -16,7 +16,7 @@ import pytest
 
 from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
                          UnknownTool)
-from raider_sync.content import visible_resources as _visible_resources
+from raider_sync.client.content import visible_resources as _visible_resources
 from raider_sync.errors import STDERR_QUOTE_CHARS
 from conftest import answers_from_threads, config_of, FAKE_SERVER, fake_spec, poll as _poll
 

@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from raider_sync import ConfigError, McpError, McpServer, ToolTimeout
-from raider_sync import telemetry as telemetry_module
-from raider_sync.telemetry import Telemetry
+from raider_sync.client import telemetry as telemetry_module
+from raider_sync.client.telemetry import Telemetry
 from conftest import fake_spec
 
 WAIT = 15.0
@@ -139,9 +139,9 @@ def test_without_opentelemetry_installed_nothing_is_imported_or_observed():
         import sys
         sys.modules["opentelemetry"] = None   # as if the package were not installed
         from raider_sync import McpConfig, McpServer
-        from raider_sync import telemetry
+        from raider_sync.client import telemetry
         spec = McpConfig.from_dict({"mcpServers": {"demo": {
-            "command": sys.executable, "args": ["-m", "raider_sync.demo"]}}}).server("demo")
+            "command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}}}).server("demo")
         with McpServer(spec) as server:
             assert server.telemetry is None and server._session.observe is None
             assert server.call_tool("mcp__demo__add", {"a": 1, "b": 2}).text == "3"

@@ -1,0 +1,490 @@
+"""McpHub: every configured MCP server, started together, called by tool name.
+
+    hub = McpHub(McpConfig.load(".mcp.json"), kill_grace=2)
+    hub.start_f().result()               # all in parallel; never raises
+    hub.tools()                          # mcp__KEY__TOOL of the connected servers + mounted ones
+    hub.call_tool("mcp__files__read", {"path": "a.txt"})
+    hub.reload(McpConfig.load(".mcp.json"))   # keeps clients whose fingerprint is unchanged
+    hub.stop()
+
+One :class:`McpServer` per configured entry. A slow or failing server delays or fails no other:
+each starts on its own thread, and :meth:`start_f` only gathers their futures. Local tool
+servers (a :class:`ToolServer`: shell tools, the resource tools) are mounted beside them and
+answer under their own plain names.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import launch
+from .budget import ToolBudget, budget_of
+from .calls import seconds, tool_arguments, unknown_tool_message
+from ..config import McpConfig, ServerSpec, find_named
+from ..errors import NotConnected, RaiderError, ToolTimeout, UnknownServer, UnknownTool
+from ..threads.futures import Deadline, all_done, failed, settle, then
+from .lifecycle import UP
+from .server import McpServer
+
+log = logging.getLogger("raider_sync.hub")
+
+#: how long, beyond a server's own kill_grace steps, a stop may take before it is given up on
+_STOP_MARGIN_S = 15.0
+_DEFAULT_TIMEOUT_S = 60.0
+#: how long a reload lets a replaced or removed server answer the calls already sent to it
+_DEFAULT_DRAIN_S = 30.0
+
+
+@dataclass(frozen=True)
+class ReloadResult:
+    """What :meth:`McpHub.reload` changed, by server name. A changed server (or a failed one
+    that is retried) is in both ``stopped`` and ``started``. ``reasons`` says why each started
+    or stopped server was: ``new``, ``removed``, ``changed: args, env (API_KEY)`` (names of
+    variables and headers, never values), ``retried: it had failed``, ``restarted: it had
+    stopped``."""
+    kept: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.started or self.stopped)
+
+
+class McpHub:
+    """The clients of every server of ``config`` (an :class:`McpConfig`, or its dict form),
+    plus mounted tool servers.
+
+    ``server_options`` go to every :class:`McpServer` (``startup_timeout_ms``, ``kill_grace``,
+    ``on_status``, ``base_env``, ``max_output_tokens``, ``raise_on_error``, ``allowed_tools``,
+    ``disabled_tools``, ``on_log``, ...); ``raise_on_error`` holds for the mounted tool
+    servers' calls too. Thread-safe: tools may be called
+    from any number of threads, also while :meth:`reload` runs. Threads it starts (one per
+    server while stopping) are joined before the method returns.
+    """
+
+    def __init__(self, config: McpConfig | dict, **server_options: Any):
+        if isinstance(config, dict):
+            config = McpConfig.from_dict(config)
+        if not isinstance(config, McpConfig):
+            raise TypeError(f"config must be an McpConfig, not {type(config).__name__}")
+        self.config = config
+        self.server_options = dict(server_options)
+        self._lock = threading.RLock()
+        self._reload_lock = threading.Lock()
+        self._clients: dict[str, McpServer] = {
+            spec.name: self._new_client(spec) for spec in config.servers}
+        self._mounted: list[Any] = []
+        self._retiring: list[McpServer] = []  # replaced or removed, draining in a reload
+        self._started = False
+
+    def __repr__(self) -> str:
+        return f"<McpHub {[(c.name, c.status) for c in self.clients]!r}>"
+
+    def _repr_html_(self) -> str:
+        from .notebook import hub_html  # the Jupyter module, only in Jupyter
+        return hub_html(self)
+
+    def __enter__(self) -> "McpHub":
+        try:
+            self.start()
+        except BaseException:  # Ctrl-C or a start still running: nothing is left behind
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _new_client(self, spec: ServerSpec) -> McpServer:
+        return McpServer(spec, **self.server_options)
+
+    # -- the servers ---------------------------------------------------------------------
+
+    @property
+    def clients(self) -> list[McpServer]:
+        """The configured servers' clients, in the order of the configuration."""
+        with self._lock:
+            return list(self._clients.values())
+
+    @property
+    def mounted(self) -> list[Any]:
+        """The mounted tool servers, in the order they were mounted."""
+        with self._lock:
+            return list(self._mounted)
+
+    def client(self, name: str) -> McpServer:
+        """The client of the server named ``name`` (as configured, or by its key). Raises
+        UnknownServer, whose message lists the configured servers."""
+        clients = self.clients
+        client = find_named(clients, name)
+        if client is not None:
+            return client
+        raise UnknownServer(f'Server "{name}" not found. Available servers: '
+                            f'{", ".join(c.name for c in clients)}')
+
+    def statuses(self) -> dict[str, str]:
+        """``{name: status}`` of every configured server: a health check (see
+        :attr:`McpServer.status`; ``connected`` and ``degraded`` servers take calls)."""
+        return {client.name: client.status for client in self.clients}
+
+    def mount(self, tool_server: Any) -> Any:
+        """Offer the tools of ``tool_server`` (a :class:`ToolServer`, or anything with its
+        face) beside the servers' tools; returns it. Mounting hands it over: :meth:`stop`
+        stops it too. Mounting the same object twice mounts it once."""
+        with self._lock:
+            if not any(m is tool_server for m in self._mounted):
+                self._mounted.append(tool_server)
+        return tool_server
+
+    def unmount(self, tool_server: Any) -> None:
+        """Take a mounted tool server away again (it is not stopped)."""
+        with self._lock:
+            self._mounted = [m for m in self._mounted if m is not tool_server]
+
+    # -- start ---------------------------------------------------------------------------
+
+    def start_f(self) -> Future:
+        """Start every server, all in parallel; a future that resolves to this hub once every
+        one is connected or failed (look at their ``status``/``reason``). Never fails.
+        Servers already started are not started again (failed ones are started anew);
+        servers a later :meth:`reload` adds start at once."""
+        with self._lock:
+            self._started = True
+            clients = list(self._clients.values())
+        return then(all_done([client.start_f() for client in clients]), lambda _: self)
+
+    def start(self, timeout: float | None = None) -> "McpHub":
+        """Blocking :meth:`start_f`. ``timeout`` (s) defaults to the longest startup timeout
+        plus the stop grace of a failed start; a start still running then raises
+        TimeoutError (the servers keep starting). A KeyboardInterrupt stops every server
+        and propagates."""
+        if timeout is None:
+            timeout = max([c.startup_timeout_ms / 1000 + 2 * c.kill_grace + 5
+                           for c in self.clients] or [0.0]) + 5
+        try:
+            return self.start_f().result(timeout)
+        except KeyboardInterrupt:
+            self.stop()
+            raise
+
+    def restart_f(self, name: str) -> Future:
+        """:meth:`McpServer.restart_f` of the server named ``name``: a future of that client
+        once connected or failed. Raises UnknownServer."""
+        return self.client(name).restart_f()
+
+    def restart(self, name: str, timeout: float | None = None) -> McpServer:
+        """Blocking :meth:`restart_f`: the client, connected or failed. Calls to it made
+        meanwhile wait for the start. Raises UnknownServer."""
+        return self.client(name).restart(timeout)
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def tools_f(self) -> Future:
+        """A future of every tool: the prefixed tools of the connected servers, then those of
+        the mounted tool servers."""
+        sources = [c for c in self.clients if c.status in UP] + self.mounted
+        futures = [_guarded(source.list_tools_f) for source in sources]
+
+        def collect(_: Any) -> list[dict]:
+            tools: list[dict] = []
+            for source, future in zip(sources, futures, strict=True):
+                try:
+                    tools.extend(future.result(0))
+                except Exception as exc:  # noqa: BLE001 - a failing list lists nothing
+                    log.warning("listing the tools of %s failed: %s", source.name, exc)
+            return tools
+
+        return then(all_done(futures), collect)
+
+    def tools(self, timeout: float | None = None) -> list[dict]:
+        """Blocking :meth:`tools_f`; ``timeout`` (s, default 60) bounds the wait for a server
+        that is re-listing its tools."""
+        return self.tools_f().result(timeout or _DEFAULT_TIMEOUT_S)
+
+    def tool_budget_f(self) -> Future:
+        """A future of the :class:`~raider_sync.client.budget.ToolBudget` of every tool
+        :meth:`tools` lists: each tool's estimated token cost and each server's sum."""
+        sources = [c for c in self.clients if c.status in UP] + self.mounted
+        futures = [_guarded(source.list_tools_f) for source in sources]
+
+        def collect(_: Any) -> ToolBudget:
+            groups: dict[str, list[dict]] = {}
+            for source, future in zip(sources, futures, strict=True):
+                if future.exception() is None:
+                    groups.setdefault(source.name, []).extend(future.result())
+            return budget_of(groups)
+
+        return then(all_done(futures), collect)
+
+    def tool_budget(self, timeout: float | None = None) -> ToolBudget:
+        """Blocking :meth:`tool_budget_f`; ``timeout`` as for :meth:`tools`."""
+        return self.tool_budget_f().result(timeout or _DEFAULT_TIMEOUT_S)
+
+    def resource_templates(self, server: str | None = None, *,
+                           timeout: float | None = None) -> list[dict]:
+        """The resource templates of every connected server (or of ``server``), each with
+        the ``server`` it belongs to. Blocks up to ``timeout`` s per server (default its
+        call timeout); raises UnknownServer for a name not configured."""
+        clients = [self.client(server)] if server is not None else self.clients
+        return [{"server": client.name, **template} for client in clients
+                for template in client.list_resource_templates(timeout)]
+
+    @property
+    def tool_names(self) -> list[str]:
+        names: list[str] = []
+        for source in [c for c in self.clients if c.status in UP] + self.mounted:
+            names.extend(source.tool_names)
+        return names
+
+    def route(self, name: str) -> Any:
+        """The server (client or mounted tool server) that offers tool ``name``.
+
+        A prefixed name of a configured server that does not offer it (not connected, or no
+        such tool) goes to that server, whose call then fails with NotConnected or
+        UnknownTool. Raises UnknownTool for a name nobody could offer."""
+        clients = self.clients
+        for client in clients:
+            if client.status in UP and client.original_name(name) is not None:
+                return client
+        for tool_server in self.mounted:
+            if tool_server.original_name(name) is not None:
+                return tool_server
+        owners = [c for c in clients if name.startswith(f"mcp__{c.key}__")]
+        if owners:
+            return max(owners, key=lambda c: len(c.key))
+        raise UnknownTool(unknown_tool_message(f"no server offers a tool named {name!r}", name,
+                                               self.tool_names))
+
+    def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
+                    timeout: float | None = None, on_progress=None,
+                    raise_on_error: bool | None = None) -> Future:
+        """Call tool ``name`` on the server that offers it; a future of the result dict.
+        Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`);
+        with ToolError for an error result when ``raise_on_error`` (default: the hub's
+        option) is true. ``timeout`` (s) defaults to that server's call timeout."""
+        try:
+            target, arguments = self.route(name), _checked(name, arguments, timeout)
+        except RaiderError as exc:
+            return failed(exc)
+
+        def send(target: Any, timeout: float | None) -> Future:
+            return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
+                                      **self._raising(target, raise_on_error))
+
+        if not isinstance(target, McpServer):
+            return send(target, timeout)
+        return self._rerouted_f(send(target, timeout), target, name,
+                                Deadline(seconds(timeout, target.call_timeout)), send)
+
+    def call_tool(self, name: str, arguments: dict | str | None = None, *,
+                  timeout: float | None = None, on_progress=None,
+                  raise_on_error: bool | None = None) -> dict:
+        """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
+        after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
+        JSON string of an object, or a timeout that is not positive)."""
+        target, arguments = self.route(name), _checked(name, arguments, timeout)
+        deadline = (Deadline(seconds(timeout, target.call_timeout))
+                    if isinstance(target, McpServer) else None)
+        while True:
+            try:
+                return target.call_tool(name, arguments, timeout=timeout,
+                                        on_progress=on_progress,
+                                        **self._raising(target, raise_on_error))
+            except NotConnected:
+                if deadline is None or not self._was_replaced(target):
+                    raise
+                target, timeout = self.route(name), _left(deadline, name)
+
+    def _was_replaced(self, target: Any) -> bool:
+        """Whether ``target`` is a client a reload has replaced or removed since the call was
+        routed to it. Such a client refuses the calls it has not sent (NotConnected): the
+        hub sends them again to the server now in its place, which :meth:`route` finds."""
+        if not isinstance(target, McpServer):
+            return False
+        with self._lock:
+            return self._clients.get(target.name) is not target
+
+    def _rerouted_f(self, future: Future, target: McpServer, name: str, deadline: Deadline,
+                    send: Callable[[Any, float], Future]) -> Future:
+        """``future``, or, once it fails with NotConnected from a client a reload replaced,
+        ``send(new_target, seconds_left)`` (see :meth:`call_tool`); no thread of its own."""
+        outer: Future = Future()
+        current = [future]
+
+        def settled(done: Future, target: Any) -> None:
+            error = None if done.cancelled() else done.exception()
+            if isinstance(error, NotConnected) and self._was_replaced(target):
+                try:
+                    target = self.route(name)
+                    current[0] = again = send(target, _left(deadline, name))
+                except RaiderError as exc:
+                    settle(outer, error=exc)
+                    return
+                if outer.cancelled():
+                    again.cancel()
+                again.add_done_callback(lambda done: settled(done, target))
+            elif done.cancelled():
+                outer.cancel()
+            else:
+                settle(outer, result=None if error is not None else done.result(), error=error)
+
+        def cancelled(done: Future) -> None:
+            if done.cancelled():
+                current[0].cancel()
+
+        outer.add_done_callback(cancelled)
+        future.add_done_callback(lambda done: settled(done, target))
+        return outer
+
+    def _raising(self, target: Any, raise_on_error: bool | None) -> dict:
+        """The ``raise_on_error`` argument for ``target``: the call's, else the hub's. A
+        mounted object with a ToolServer's face from before the option existed is not given
+        it unless errors are to be raised."""
+        if raise_on_error is None:
+            raise_on_error = bool(self.server_options.get("raise_on_error", False))
+        if raise_on_error or isinstance(target, McpServer):
+            return {"raise_on_error": raise_on_error}
+        return {}
+
+    # -- reload and stop -----------------------------------------------------------------
+
+    def reload(self, config: McpConfig | dict, *, drain: float = _DEFAULT_DRAIN_S) -> ReloadResult:
+        """Take the servers of ``config``: a client whose ``fingerprint`` is unchanged is
+        kept (a failed, stopped or needs-auth one is retried, e.g. after a login); new and
+        changed ones are started if the hub has been started (see :meth:`start_f` to wait
+        for them), and take the calls from then on (a call waits for its server's start
+        within its own timeout); removed and changed ones are stopped, in parallel, once the
+        calls already sent to them are answered or ``drain`` s (default 30) have passed
+        (see :meth:`McpServer.stop`). Blocks until they are stopped. Returns what changed.
+        Raises InvalidArgument for a negative ``drain``."""
+        if isinstance(config, dict):
+            config = McpConfig.from_dict(config)
+        drain = seconds(drain or None, 0.0, "drain")  # 0 is allowed; checked before anything changes
+        with self._reload_lock:
+            with self._lock:
+                old = dict(self._clients)
+            clients: dict[str, McpServer] = {}
+            kept, started, retired = [], [], []
+            reasons: dict[str, str] = {}
+            for spec in config.servers:
+                existing = old.get(spec.name)
+                candidate = self._new_client(spec)
+                reason = _restart_reason(existing, candidate)
+                if reason is None:
+                    clients[spec.name] = existing  # type: ignore[assignment]
+                    kept.append(spec.name)
+                    continue
+                clients[spec.name] = candidate
+                started.append(spec.name)
+                reasons[spec.name] = reason
+                if existing is not None:
+                    retired.append(existing)
+            for name, client in old.items():
+                if name not in clients:
+                    retired.append(client)
+                    reasons[name] = "removed"
+            with self._lock:
+                # started before anyone sees them, so a call routed to one waits for its
+                # start instead of finding it "configured"; and under the lock, so a stop
+                # meanwhile sees (and stops) what was started
+                if self._started:
+                    for name in started:
+                        clients[name].start_f()
+                self._clients = clients
+                self.config = config
+                self._retiring = retired  # a stop meanwhile cuts their drain short
+            try:
+                _stop_all(retired, drain, {client.name: _retired_reason(reasons[client.name])
+                                           for client in retired})
+            finally:
+                with self._lock:
+                    self._retiring = []
+        return ReloadResult(kept, started, [client.name for client in retired], reasons)
+
+    def stop(self) -> None:
+        """Stop every server and mounted tool server, all in parallel; returns when they are
+        stopped (each within its own ``kill_grace`` steps), the servers a reload is draining
+        too. Safe to repeat."""
+        with self._lock:
+            self._started = False
+            everything = list(self._clients.values()) + self._retiring + list(self._mounted)
+        _stop_all(everything)
+
+
+def _restart_reason(existing: McpServer | None, candidate: McpServer) -> str | None:
+    """Why reload replaces ``existing`` with ``candidate`` (None: it keeps it)."""
+    if existing is None:
+        return "new"
+    if existing.status == "failed":
+        return "retried: it had failed"
+    if existing.status == "stopped":
+        return "restarted: it had stopped"
+    if existing.status == "needs-auth":
+        return "retried: it needed authorization"
+    if existing.fingerprint == candidate.fingerprint:
+        return None
+    before = launch.fingerprint_parts(existing.spec, existing.base_env)
+    after = launch.fingerprint_parts(candidate.spec, candidate.base_env)
+    return f"changed: {launch.what_changed(before, after) or 'the prefix'}"
+
+
+def _retired_reason(reason: str) -> str:
+    """The ``reason`` a client replaced or removed by a reload is stopped with."""
+    return "removed by a reload" if reason == "removed" else f"replaced by a reload; {reason}"
+
+
+def _stop_all(servers: list[Any], drain: float = 0.0,
+              reasons: dict[str, str] | None = None) -> None:
+    """Stop ``servers`` on one thread each and join them all; with ``drain`` (s), each
+    after the calls already sent to it are answered (at most that long), stopped with its
+    reason from ``reasons`` (by name)."""
+    threads = []
+    for server in servers:
+        options = {}
+        if reasons is not None:
+            options = {"drain": drain, "reason": reasons.get(server.name)}
+        thread = threading.Thread(target=_stop_one, args=(server, options),
+                                  name=f"raider-{getattr(server, 'key', 'server')}-stop",
+                                  daemon=True)
+        thread.start()
+        threads.append((server, thread))
+    for server, thread in threads:
+        thread.join(drain + 2 * getattr(server, "kill_grace", 0) + _STOP_MARGIN_S
+                    + getattr(server, "startup_timeout_ms", 0) / 1000)
+        if thread.is_alive():
+            log.warning("stopping %s is taking long; left to finish", server.name)
+
+
+def _stop_one(server: Any, options: dict) -> None:
+    try:
+        server.stop(**options)
+    except Exception:  # noqa: BLE001 - one failing stop must not keep the others running
+        log.exception("stopping %s failed", getattr(server, "name", server))
+
+
+def _left(deadline: Deadline, name: str) -> float:
+    """The seconds a call of ``name`` sent again has left; raises ToolTimeout when none."""
+    left = deadline.left()
+    if left <= 0:
+        raise ToolTimeout(f"MCP tool call {name!r} timed out while its server was replaced")
+    return left
+
+
+def _checked(name: str, arguments: Any, timeout: Any) -> dict:
+    """The arguments of a call as a dict; raises InvalidArgument (see raider_sync.client.calls)."""
+    seconds(timeout, 1.0)
+    return tool_arguments(arguments, name)
+
+
+def _guarded(start: Any) -> Future:
+    try:
+        return start()
+    except Exception as exc:  # noqa: BLE001
+        return failed(exc)
+
+

@@ -1,0 +1,256 @@
+"""Serving a ToolServer as a real MCP server, in either protocol era.
+
+    serve_stdio(tool_server)      # blocks until stdin ends
+
+Answers initialize (the client's revision when raider_sync knows it, else its own), ping,
+tools/list (paginated), tools/call, resources/list, resources/read, prompts/list and
+prompts/get, and sends notifications/tools/list_changed when the tools change after the
+client said initialized. A client of the stateless revision (2026-07-28) is answered in that
+era instead (see :mod:`raider_sync.serve.served`): ``server/discover``, every request checked
+for its ``_meta``, results marked ``resultType: complete``, and ``subscriptions/listen``
+streams that carry the tool list's changes.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from ..client.eras.modern import CACHEABLE
+from ..client.results import text_result
+from .served import (ServedEra, check_envelope, discover_result, listen_ack,
+                          listen_notification, listen_result)
+from ..errors import McpError, ToolTimeout, UnknownTool
+from ..jsonrpc import MethodNotFound, Session
+from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
+from ..transports.stream import StreamTransport
+
+PAGE_SIZE = 100
+SERVE_WORKERS = 16
+
+
+def progress_params(token: Any, progress: float, total: float | None = None,
+                    message: str | None = None) -> dict:
+    """The params of the ``notifications/progress`` a handler's report becomes."""
+    params: dict[str, Any] = {"progressToken": token, "progress": progress}
+    if total is not None:
+        params["total"] = total
+    if message:
+        params["message"] = message
+    return params
+
+
+class ToolServerAnswers:
+    """What a served ToolServer answers, whatever carries the requests (stdio, HTTP)."""
+
+    def __init__(self, tool_server, *, page_size: int = PAGE_SIZE):
+        self.tool_server = tool_server
+        self.page_size = page_size
+
+    def _progress_sender(self, token: Any):
+        return None  # nothing to send progress on
+
+    def _answer(self, method: str, params: dict, on_progress=None) -> Any:
+        """The result of one request of the handshake era (raises McpError, MethodNotFound).
+        A tools/call blocks until the tool answers; its progress goes to ``on_progress``, by
+        default :meth:`_progress_sender` of its token."""
+        server = self.tool_server
+        if method == "initialize":
+            return self._initialize(params)
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return self._page(server.list_tools(), "tools", params)
+        if method == "tools/call":
+            token = (params.get("_meta") or {}).get("progressToken")
+            if on_progress is None and token is not None:
+                on_progress = self._progress_sender(token)
+            try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
+                return server.call_tool(params.get("name", ""), params.get("arguments") or {},
+                                        on_progress=on_progress)
+            except UnknownTool as exc:
+                raise McpError(-32602, str(exc)) from None
+            except ToolTimeout as exc:
+                return text_result(str(exc), is_error=True)
+        if method == "resources/list" and server.has_resources:
+            return self._page(server.list_resources(), "resources", params)
+        if method == "resources/templates/list" and server.has_resources:
+            return {"resourceTemplates": []}
+        if method == "resources/read" and server.has_resources:
+            return {"contents": server.read_resource(params.get("uri", ""))}
+        if method == "prompts/list" and server.has_prompts:
+            return self._page(server.list_prompts(), "prompts", params)
+        if method == "prompts/get" and server.has_prompts:
+            return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
+        raise MethodNotFound(method)
+
+    def _answer_modern(self, method: str, params: dict, on_progress=None) -> Any:
+        """The answer to a request of the stateless revision (its _meta checked first)."""
+        check_envelope(params)
+        if method == "server/discover":
+            server = self.tool_server
+            return discover_result(self._capabilities(modern=True), server.server_info,
+                                   server.instructions)
+        if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
+                      "subscriptions/listen"):
+            raise MethodNotFound(method)  # not part of the stateless revision (or not here)
+        result = self._answer(method, params, on_progress)
+        if not isinstance(result, dict):
+            return result
+        if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced
+            result = {"ttlMs": 0, "cacheScope": "public", **result}
+        return {"resultType": "complete", **result}
+
+    def _capabilities(self, modern: bool = False) -> dict:
+        """What the server offers; in the stateless era resources can be listened to
+        (:meth:`ToolServer.resource_updated`), in the handshake era not subscribed to."""
+        server = self.tool_server
+        capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        if server.has_resources:
+            capabilities["resources"] = {"listChanged": False, "subscribe": modern}
+        if server.has_prompts:
+            capabilities["prompts"] = {"listChanged": False}
+        return capabilities
+
+    def _initialize(self, params: dict) -> dict:
+        server = self.tool_server
+        asked = params.get("protocolVersion")
+        capabilities = self._capabilities()
+        result = {"protocolVersion": asked if asked in KNOWN_PROTOCOL_VERSIONS else CLIENT_PROTOCOL_VERSION,
+                  "capabilities": capabilities, "serverInfo": dict(server.server_info)}
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return result
+
+    def _page(self, items: list, field: str, params: dict) -> dict:
+        try:
+            start = int(params.get("cursor") or 0)
+        except ValueError:
+            raise McpError(-32602, "invalid cursor") from None
+        page: dict[str, Any] = {field: items[start:start + self.page_size]}
+        if start + self.page_size < len(items):
+            page["nextCursor"] = str(start + self.page_size)
+        return page
+
+
+
+class ServedSession(ToolServerAnswers):
+    """One client's conversation with a ToolServer over a transport."""
+
+    def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
+        super().__init__(tool_server, page_size=page_size)
+        self._initialized = threading.Event()
+        self._ended = threading.Event()
+        self.session = Session(transport, name=f"{tool_server.key}-served",
+                               handle_request=self._request,
+                               handle_notification=self._notification,
+                               on_close=lambda error: self._ended.set(),
+                               request_workers=SERVE_WORKERS)
+        self.transport = transport
+        self.era = ServedEra()
+        self._listens: dict[Any, tuple[threading.Event, dict]] = {}
+        self._listens_lock = threading.Lock()
+
+    def run(self) -> None:
+        """Serve until the client goes away. Blocks."""
+        self.tool_server.add_listener(self._tools_changed)
+        self.tool_server.add_resource_listener(self._resource_updated)
+        try:
+            self.session.open()
+            self._ended.wait()
+        finally:
+            self.tool_server.remove_listener(self._tools_changed)
+            self.tool_server.remove_resource_listener(self._resource_updated)
+            with self._listens_lock:
+                listens, self._listens = list(self._listens.values()), {}
+            for ended, _ in listens:  # their handler threads answer and end
+                ended.set()
+            # the requests read before the input ended are still answered
+            self.session.close(finish_received=True)
+            self.transport.close()
+
+    # -- requests ------------------------------------------------------------------------
+
+    def _request(self, method: str, params: dict) -> Any:
+        if self.era.claim(method, params) == "legacy":
+            return self._answer(method, params)
+        if method == "subscriptions/listen":
+            check_envelope(params)
+            return self._listen(params)
+        return self._answer_modern(method, params)
+
+    def _listen(self, params: dict) -> dict:
+        """One subscriptions/listen stream: acknowledged, then fed by _tools_changed until
+        the client cancels it or goes away. Blocks this handler thread meanwhile."""
+        request_id = self.session.current_request_id()
+        ack = listen_ack(params, request_id, {"toolsListChanged": True,
+                                              "resourceSubscriptions": True})
+        ended = threading.Event()
+        with self._listens_lock:
+            self._listens[request_id] = (ended, ack["notifications"])
+        self.session.notify("notifications/subscriptions/acknowledged", ack)
+        ended.wait()
+        return listen_result(request_id)
+
+    def _progress_sender(self, token: Any):
+        """An on_progress that sends notifications/progress for the request's token."""
+        def send(progress: float, total: float | None = None, message: str | None = None) -> None:
+            self.session.notify("notifications/progress",
+                                progress_params(token, progress, total, message))
+        return send
+
+    # -- notifications -------------------------------------------------------------------
+
+    def _notification(self, method: str, params: dict) -> None:
+        if method == "notifications/initialized":
+            self._initialized.set()
+        elif method == "notifications/cancelled":
+            with self._listens_lock:
+                listen = self._listens.pop(params.get("requestId"), None)
+            if listen is not None:
+                listen[0].set()
+
+    def _tools_changed(self, _server) -> None:
+        if self._initialized.is_set():
+            self.session.notify("notifications/tools/list_changed")
+        self._to_listens(tools_changed=True)
+
+    def _resource_updated(self, uri: str) -> None:
+        self._to_listens(uri=uri)
+
+    def _to_listens(self, **change: Any) -> None:
+        with self._listens_lock:
+            listens = [(rid, honored) for rid, (_, honored) in self._listens.items()]
+        for request_id, honored in listens:
+            message = listen_notification(honored, request_id, **change)
+            if message is not None:
+                self.session.notify(message["method"], message["params"])
+
+
+def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None,
+                page_size: int = PAGE_SIZE) -> None:
+    """Serve ``tool_server`` over stdin/stdout until stdin ends. Blocks.
+
+    Without explicit streams, the protocol is written to a private copy of file descriptor 1
+    and fd 1 itself is pointed at stderr while serving, so stray prints (of handlers or child
+    processes) land on stderr instead of corrupting the stream. ``page_size`` is how many
+    tools (resources, prompts) one page of a list answer holds.
+    """
+    restore_fd = None
+    if stdout is None:
+        sys.stdout.flush()
+        protocol_fd = os.dup(1)
+        restore_fd = os.dup(1)
+        os.dup2(2, 1)
+        stdout = os.fdopen(protocol_fd, "wb")
+    if stdin is None:
+        stdin = sys.stdin.buffer
+    try:
+        ServedSession(tool_server, StreamTransport(stdin, stdout, name=tool_server.key),
+                      page_size=page_size).run()
+    finally:
+        if restore_fd is not None:
+            stdout.close()
+            os.dup2(restore_fd, 1)
+            os.close(restore_fd)

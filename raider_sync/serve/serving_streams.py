@@ -1,0 +1,194 @@
+"""Event-stream answers of a ToolServer served over HTTP (see :mod:`.serving_http`).
+
+    streams = StreamHub(tool_server, max_streams=8)
+    stream = streams.open(request_id=7, honored={"toolsListChanged": True})   # None when full
+    return stream.body(first=[ack], disconnected=environ.get("waitress.client_disconnected"))
+    streams.close()                      # every open stream ends gracefully
+
+Three kinds of stream, each one WSGI answer body that holds its worker thread while it is
+open:
+
+- a ``subscriptions/listen`` stream (the stateless era): its acknowledgement, then the tool
+  server's list changes and resource updates it asked for, tagged with its request id;
+- the GET stream of the handshake era: the tool list's changes;
+- a tool call that reports progress: its progress notifications, then its answer.
+
+The first two are long-lived and fed by the tool server's listeners: at most
+``max_streams`` are open at once (a further one is refused by the app with 503). A stream
+ends when the client goes (noticed within :data:`POLL` seconds under waitress, which says so
+in ``environ``, and at the next keep-alive write elsewhere), or gracefully when the hub is
+closed: a listen stream then gets its answer, as the revision says a server ends one. A comment
+is sent after :data:`KEEPALIVE` seconds of silence. Nothing is kept between requests: the
+streams of a worker are fed by that worker's tool server alone.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterable, Iterator
+
+from .served import listen_notification, listen_result
+from ..transports.sse_events import KEEP_ALIVE, encode_event
+
+#: at most this many long-lived streams (listen, GET) are open at once, by default
+MAX_STREAMS = 8
+#: seconds of silence after which a comment is sent on a stream
+KEEPALIVE = 15.0
+#: seconds between two looks at whether the client of a silent stream has gone
+POLL = 0.5
+_END = object()
+
+Disconnected = Callable[[], bool]
+
+
+def sse_message(message: dict) -> bytes:
+    """One JSON-RPC message as an event."""
+    return encode_event(json.dumps(message, separators=(",", ":")), event="message")
+
+
+class EventStream:
+    """One answer stream: messages are put from any thread and sent, in order, by the WSGI
+    server's thread iterating :meth:`body`."""
+
+    def __init__(self, keepalive: float = KEEPALIVE, on_close: Callable[["EventStream"], None]
+                 | None = None, request_id: Any = None, honored: dict | None = None):
+        self.request_id = request_id
+        self.honored = honored   # the listen filter; None for the GET stream and calls
+        self.keepalive = keepalive
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._on_close = on_close
+
+    def put(self, message: dict) -> None:
+        """Send ``message`` on the stream (does not block)."""
+        self._queue.put(message)
+
+    def end(self, last: dict | None = None) -> None:
+        """End the stream, after ``last`` when given (does not block)."""
+        if last is not None:
+            self._queue.put(last)
+        self._queue.put(_END)
+
+    def body(self, first: Iterable[dict] = (), disconnected: Disconnected | None = None,
+             opening: bytes = b"") -> Iterator[bytes]:
+        """The answer body: ``opening`` (a comment that makes the server send the headers),
+        the ``first`` messages, then what is put, until :meth:`end` or the client goes.
+        Closing it (the WSGI server does, whichever way it ends) unregisters the stream."""
+        gone = disconnected if callable(disconnected) else (lambda: False)
+        try:
+            if opening:
+                yield opening
+            for message in first:
+                yield sse_message(message)
+            quiet_since = time.monotonic()
+            while True:
+                try:
+                    item = self._queue.get(timeout=min(POLL, self.keepalive))
+                except queue.Empty:
+                    if gone():
+                        return
+                    if time.monotonic() - quiet_since >= self.keepalive:
+                        yield KEEP_ALIVE  # raises in the server when the client has gone
+                        quiet_since = time.monotonic()
+                    continue
+                if item is _END:
+                    return
+                yield sse_message(item)
+                quiet_since = time.monotonic()
+        finally:
+            if self._on_close is not None:
+                self._on_close(self)
+
+
+class StreamHub:
+    """The long-lived streams of one served app, fed by the tool server's changes.
+
+    ``open`` never blocks; ``close`` ends every stream gracefully (a listen stream with its
+    answer) and refuses new ones. Thread-safe.
+    """
+
+    def __init__(self, tool_server, *, max_streams: int = MAX_STREAMS,
+                 keepalive: float = KEEPALIVE):
+        if not isinstance(max_streams, int) or isinstance(max_streams, bool) or max_streams < 0:
+            raise ValueError(f"max_streams must be a whole number >= 0, not {max_streams!r}")
+        if not isinstance(keepalive, (int, float)) or keepalive <= 0:
+            raise ValueError(f"keepalive must be a positive number of seconds, not {keepalive!r}")
+        self.tool_server = tool_server
+        self.max_streams = max_streams
+        self.keepalive = float(keepalive)
+        self._lock = threading.Lock()
+        self._streams: set[EventStream] = set()
+        self._closed = False
+        self._idle = threading.Condition(self._lock)
+        tool_server.add_listener(self._tools_changed)
+        tool_server.add_resource_listener(self._resource_updated)
+
+    @property
+    def count(self) -> int:
+        """How many long-lived streams are open."""
+        with self._lock:
+            return len(self._streams)
+
+    def open(self, request_id: Any = None, honored: dict | None = None) -> EventStream | None:
+        """A new stream: a listen stream with ``honored`` (its acknowledged filter) and
+        ``request_id``, or the GET stream without. None when ``max_streams`` are open or the
+        hub is closed."""
+        stream = EventStream(self.keepalive, self._forget, request_id, honored)
+        with self._lock:
+            if self._closed or len(self._streams) >= self.max_streams:
+                return None
+            self._streams.add(stream)
+        return stream
+
+    def call_stream(self) -> EventStream:
+        """A stream for one call's progress and answer (not counted, not fed)."""
+        return EventStream(self.keepalive)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no long-lived stream is open, at most ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._streams:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+            return True
+
+    def close(self) -> None:
+        """End every stream gracefully and refuse new ones. Safe to call twice."""
+        with self._lock:
+            self._closed = True
+            streams = list(self._streams)
+        self.tool_server.remove_listener(self._tools_changed)
+        self.tool_server.remove_resource_listener(self._resource_updated)
+        for stream in streams:
+            if stream.honored is None:
+                stream.end()
+            else:
+                stream.end({"jsonrpc": "2.0", "id": stream.request_id,
+                            "result": listen_result(stream.request_id)})
+
+    def _forget(self, stream: EventStream) -> None:
+        with self._idle:
+            self._streams.discard(stream)
+            self._idle.notify_all()
+
+    def _tools_changed(self, _server: Any) -> None:
+        self._feed(tools_changed=True)
+
+    def _resource_updated(self, uri: str) -> None:
+        self._feed(uri=uri)
+
+    def _feed(self, **change: Any) -> None:
+        with self._lock:
+            streams = list(self._streams)
+        for stream in streams:
+            if stream.honored is None:  # the GET stream: the tool list's changes only
+                if change.get("tools_changed"):
+                    stream.put({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                continue
+            message = listen_notification(stream.honored, stream.request_id, **change)
+            if message is not None:
+                stream.put(message)

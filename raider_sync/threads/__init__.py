@@ -1,0 +1,4 @@
+"""Threads and time, below everything that does I/O: futures with one deadline
+(:mod:`.futures`), the shared timer thread (:mod:`.timer`), a bounded worker pool
+(:mod:`.workers`) and the steps a Ctrl-C cannot tear in half (:mod:`.interrupts`).
+Nothing here knows MCP or JSON-RPC."""

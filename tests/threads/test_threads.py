@@ -1,0 +1,141 @@
+"""The thread economy: one thread per idle stdio server, none left after a stop, the shared
+timer and idle pool threads that end by themselves, and a long line held within its bound."""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from concurrent.futures import CancelledError
+
+import pytest
+from conftest import SDK_SERVER, config_of, poll
+
+from raider_sync import McpHub
+from raider_sync.threads import timer
+from raider_sync.transports.base import LineSplitter, MessageTooLong
+from raider_sync.transports.stdio import StdioTransport
+from raider_sync.threads.workers import Workers
+
+SERVERS = 3
+WAIT = 30.0
+
+
+def threads_of(prefixes: list[str]) -> list[str]:
+    return sorted(t.name for t in threading.enumerate()
+                  if any(t.name.startswith(prefix) for prefix in prefixes))
+
+
+def test_an_idle_stdio_server_keeps_one_thread_and_a_stop_leaves_none():
+    names = [f"idle{i}" for i in range(SERVERS)]
+    config = config_of({name: {"command": sys.executable, "args": [SDK_SERVER, "stdio"]}
+                        for name in names})
+    prefixes = [f"raider-{name}-" for name in names]
+    with McpHub(config, kill_grace=1) as hub:
+        hub.start()
+        for name in names:  # work that makes pool threads: calls, a notification's dispatch
+            hub.call_tool(f"mcp__{name}__echo", {"message": "hi"})
+        # idle: the pools' threads end after a second without work; the reader stays
+        idle = poll(lambda: (lambda found: found if len(found) == SERVERS else None)(
+            threads_of(prefixes)), WAIT, "one thread per idle server")
+        assert idle == [f"raider-{name}-reader" for name in names]
+        assert hub.call_tool(f"mcp__{names[0]}__echo", {"message": "again"})  # still usable
+    assert threads_of(prefixes) == []  # stop joins what each server owns
+
+
+def test_the_timer_thread_ends_once_nothing_is_scheduled():
+    fired = threading.Event()
+    handle = timer.at(time.monotonic() + 0.05, fired.set)
+    assert timer.timer.running
+    assert fired.wait(WAIT) and handle[2] is None
+    dropped = timer.at(time.monotonic() + 3600, fired.clear)
+    timer.cancel(dropped)
+    timer.cancel(dropped)  # twice is fine
+    poll(lambda: not timer.timer.running, WAIT, "the idle timer thread gone")
+    assert fired.is_set()  # the cancelled action never ran
+
+
+def test_timer_actions_run_in_deadline_order():
+    ran: list[int] = []
+    done = threading.Event()
+    now = time.monotonic()
+    for n in (3, 1, 2):
+        timer.at(now + n * 0.02, lambda n=n: ran.append(n))
+    timer.at(now + 0.1, done.set)
+    assert done.wait(WAIT)
+    assert ran == [1, 2, 3]
+
+
+def test_pool_threads_end_when_idle_and_come_back_for_new_work():
+    pool = Workers(1, "test-idle-pool")
+    try:
+        order: list[int] = []
+        futures = [pool.submit(order.append, n) for n in range(20)]
+        for future in futures:
+            future.result(WAIT)
+        assert order == list(range(20))  # one thread: the order submitted
+        poll(lambda: not threads_of(["test-idle-pool"]), WAIT, "the idle pool thread gone")
+        assert pool.submit(lambda: 42).result(WAIT) == 42
+    finally:
+        pool.shutdown()
+    assert not threads_of(["test-idle-pool"])
+
+
+def test_a_pool_shutdown_cancels_queued_work_and_refuses_more():
+    pool = Workers(1, "test-shut-pool")
+    started, release = threading.Event(), threading.Event()
+    running = pool.submit(lambda: started.set() or release.wait(WAIT))
+    assert started.wait(WAIT)
+    queued = pool.submit(lambda: "never")
+    pool.shutdown(wait=False, cancel_futures=True)
+    release.set()
+    assert running.result(WAIT) is True
+    with pytest.raises(CancelledError):
+        queued.result(WAIT)
+    with pytest.raises(RuntimeError):
+        pool.submit(lambda: None)
+    pool.shutdown()
+    assert not threads_of(["test-shut-pool"])
+
+
+def test_a_line_over_the_limit_is_refused_with_at_most_the_limit_held():
+    lines = LineSplitter(1000)
+    for _ in range(9):
+        assert lines.feed(b"x" * 100) == []
+    with pytest.raises(MessageTooLong):
+        lines.feed(b"x" * 200)
+    assert len(lines._held) == 0  # what was held is let go
+
+
+def test_a_log_line_with_no_end_comes_out_in_bounded_pieces():
+    lines = LineSplitter(100, pieces=True)
+    pieces = [piece for _ in range(31) for piece in lines.feed(b"y" * 70)]
+    assert len(lines._held) <= 100
+    rest = lines.rest()
+    assert all(piece == "y" * 100 for piece in pieces)
+    assert sum(map(len, pieces + rest)) == 31 * 70 and len(rest) == 1
+
+
+def test_lines_cut_anywhere_come_out_whole_and_decoded():
+    data = 'première\n{"a": 1}\r\n'.encode() + b"\xff?\n"
+    for cut in range(len(data) + 1):
+        lines = LineSplitter(64)
+        got = lines.feed(data[:cut]) + lines.feed(data[cut:])
+        assert got == ["première", '{"a": 1}\r', b"\xff?"]
+
+
+def test_the_reader_delivers_a_last_line_without_newline_then_the_last_words():
+    got: list = []
+    ended: list[BaseException] = []
+    done = threading.Event()
+    transport = StdioTransport(
+        "sh", ["-c", 'printf \'{"jsonrpc":"2.0","method":"a"}\\n{"jsonrpc":"2.0","method":"b"}\'; '
+               'echo "last words" >&2'], name="tail", kill_grace=1)
+    try:
+        transport.start(got.append, lambda error: (ended.append(error), done.set()))
+        assert done.wait(WAIT)
+        assert [m["method"] for m in got] == ["a", "b"]
+        assert "last words" in str(ended[0])
+        assert threads_of(["raider-tail-"]) in ([], ["raider-tail-reader"])  # one, ending
+    finally:
+        transport.close()
+    assert threads_of(["raider-tail-"]) == []
