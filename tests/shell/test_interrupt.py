@@ -13,6 +13,10 @@ SCRIPT = """
 import json, os, signal, threading, time
 from raider_sync.shell import BashTools, Tasks
 
+# Ctrl-C raises, even when this process was started with SIGINT ignored (as a shell without
+# job control starts its background jobs)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def gone(pid):  # a zombie not yet reaped by its parent counts as gone
     try:
         with open(f"/proc/{pid}/stat") as stat:
