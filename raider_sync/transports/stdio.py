@@ -252,6 +252,9 @@ class StdioTransport(Transport):
             self._closing = True  # also before start(): it then spawns nothing
             if self._stdout is not None:
                 self._stdout.stopping = True
+                # the reader thread takes stdout back now, however long it was lent, and
+                # sees its end: else it would look again only when the lending is over
+                self._stdout.want_reader()
             proc = self._proc
             if proc is None:
                 return

@@ -139,6 +139,17 @@ def test_the_reader_takes_stdout_back_once_callers_pause(connected, monkeypatch)
     assert not stdout._reader_holds
 
 
+def test_a_stop_ends_the_reader_while_stdout_is_lent_for_long(connected, monkeypatch):
+    """stop() wakes the reader thread however long stdout is lent to callers: it must not
+    sit out the lending before it sees the end (and leave its thread and pipe behind)."""
+    server = connected()
+    reader = server._session.transport._reader
+    monkeypatch.setattr(stdout_module, "LEND_SECONDS", 3600.0)
+    assert server.call_tool("mcp__fake__echo", {"message": "x"}).text == "x"
+    server.stop()
+    assert not reader.is_alive()
+
+
 def test_on_the_main_thread_a_chunk_with_more_than_the_answer_goes_to_the_reader_in_order():
     """The main thread takes only a chunk that is its whole answer: a log message before the
     answer is left, with the answer, to the reader thread, which takes both in order."""
