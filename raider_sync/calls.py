@@ -2,7 +2,8 @@
 
 Model APIs hand tool arguments over as a JSON string; raider_sync takes that string when it
 holds an object. Anything else that is not a mapping, and a timeout that is not a positive
-number, is refused with :class:`~raider_sync.errors.InvalidArgument` naming the argument.
+number, is refused with :class:`~raider_sync.errors.InvalidArgument` naming the argument
+(see :func:`seconds` for the rule every public ``timeout`` follows).
 """
 from __future__ import annotations
 
@@ -39,14 +40,35 @@ def tool_arguments(arguments: Any, tool: str) -> dict:
                           f"object), got {type(arguments).__name__}")
 
 
-def seconds(timeout: Any, default: float, what: str = "timeout") -> float:
-    """``timeout`` in seconds, ``default`` when it is None. Raises InvalidArgument for a
-    timeout that is not a finite positive number."""
+def seconds(timeout: Any, default: float, what: str = "timeout",
+            method: str | None = None) -> float:
+    """``timeout`` in seconds, ``default`` when it is None: the one rule of every public
+    method that takes a timeout. Raises InvalidArgument, naming ``what`` and ``method``, for
+    a timeout that is not a finite number above 0 (0, a negative, NaN, infinity, a bool, a
+    string): every wait of raider_sync is bounded, and 0 would end a request before it is
+    sent."""
     if timeout is None:
         return default
+    return _checked(timeout, what, method, zero=False)
+
+
+def poll_seconds(timeout: Any, what: str = "timeout",
+                 method: str | None = None) -> float | None:
+    """The timeout of a method that takes what has already arrived (a poll): None stays
+    None (the method's documented meaning), 0 means "do not wait", and anything else is
+    checked as :func:`seconds` checks it."""
+    if timeout is None:
+        return None
+    return _checked(timeout, what, method, zero=True)
+
+
+def _checked(timeout: Any, what: str, method: str | None, zero: bool) -> float:
     if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout) or timeout <= 0):
-        raise InvalidArgument(f"{what} must be a positive number of seconds, not {timeout!r}")
+            or not math.isfinite(timeout) or timeout < 0 or (timeout == 0 and not zero)):
+        where = f" of {method}" if method else ""
+        bound = "0 or above" if zero else "above 0"
+        raise InvalidArgument(f"{what}{where} must be a number of seconds {bound}, "
+                              f"not {timeout!r}")
     return float(timeout)
 
 
