@@ -271,8 +271,8 @@ class McpHub:
         with ToolError for an error result when ``raise_on_error`` (default: the hub's
         option) is true. ``timeout`` (s) defaults to that server's call timeout."""
         try:
-            target, arguments = self.route(name), _checked(name, arguments, timeout,
-                                                           "McpHub.call_tool_f")
+            arguments = _checked(name, arguments, timeout, "McpHub.call_tool_f")
+            target = self.route(name)
         except RaiderError as exc:
             return failed(exc)
 
@@ -283,7 +283,7 @@ class McpHub:
         if not isinstance(target, McpServer):
             return send(target, timeout)
         return self._rerouted_f(send(target, timeout), target, name,
-                                Deadline(seconds(timeout, target.call_timeout)), send)
+                                Deadline(_or_default(timeout, target)), send)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
@@ -291,9 +291,9 @@ class McpHub:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
-        target, arguments = self.route(name), _checked(name, arguments, timeout,
-                                                       "McpHub.call_tool")
-        deadline = (Deadline(seconds(timeout, target.call_timeout))
+        arguments = _checked(name, arguments, timeout, "McpHub.call_tool")
+        target = self.route(name)
+        deadline = (Deadline(_or_default(timeout, target))
                     if isinstance(target, McpServer) else None)
         while True:
             try:
@@ -486,6 +486,11 @@ def _checked(name: str, arguments: Any, timeout: Any, method: str) -> dict:
     (see raider_sync.calls). The timeout's default is the server's: it is checked only."""
     seconds(timeout, 1.0, method=method)
     return tool_arguments(arguments, name)
+
+
+def _or_default(timeout: float | None, target: McpServer) -> float:
+    """A timeout :func:`_checked` passed, or the server's call timeout for None."""
+    return target.call_timeout if timeout is None else timeout
 
 
 def _guarded(start: Any) -> Future:
