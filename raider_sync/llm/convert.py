@@ -19,8 +19,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterable
 
-from ..errors import RaiderError, SchemaRefused, ToolError, UnknownTool
-from ..threads.futures import resolved, wait_bounded
+from ..threads.timeouts import seconds
+from ..errors import InvalidArgument, RaiderError, SchemaRefused, ToolError, UnknownTool
+from ..threads.futures import failed, resolved, wait_bounded
 from ..client.results import ToolResult
 from .names import ToolNames
 from .schema import check_bounds, drop_added_nulls, loose_schema, strict_schema
@@ -168,7 +169,7 @@ class ToolCaller:
             tools = target.tools() if callable(getattr(target, "tools", None)) else target.list_tools()
         self.tools = _tool_list(tools)
         self.names = ToolNames(t["name"] for t in self.tools)
-        self.timeout = timeout
+        self.timeout = None if timeout is None else seconds(timeout, 0.0, method="ToolCaller")
         self.raise_errors = raise_errors
         self._schemas = {t["name"]: t.get("inputSchema") for t in self.tools}
 
@@ -208,14 +209,18 @@ class ToolCaller:
                timeout: float | None = None) -> Future:
         """A future of the :class:`~raider_sync.ToolResult` of the model's call of
         ``name`` with ``arguments`` (see the class doc for what an error becomes).
-        ``timeout`` (s) defaults to the caller's, else the target's call timeout."""
+        ``timeout`` (s) defaults to the caller's, else the target's call timeout; a bad one
+        is the program's error, not the model's: the future fails with InvalidArgument."""
+        try:
+            bound = self._timeout(timeout, "ToolCaller.call_f")
+        except InvalidArgument as exc:
+            return failed(exc)
         try:
             original, args = self.resolve(name, arguments)
         except (UnknownTool, ToolError) as exc:
             return self._recovered(exc, name)
-        seconds = timeout if timeout is not None else self.timeout
         try:
-            inner = self.target.call_tool_f(original, args, timeout=seconds, raise_on_error=False)
+            inner = self.target.call_tool_f(original, args, timeout=bound, raise_on_error=False)
         except RaiderError as exc:
             return self._recovered(exc, name)
         outer: Future = Future()
@@ -238,11 +243,16 @@ class ToolCaller:
 
     def call(self, name: str, arguments: Any = None, *, timeout: float | None = None) -> ToolResult:
         """Blocking :meth:`call_f`: the result, or (``raise_errors``) the error raised."""
-        seconds = timeout if timeout is not None else self.timeout
-        future = self.call_f(name, arguments, timeout=seconds)
-        if seconds is None:
-            seconds = getattr(self.target, "call_timeout", None) or 600.0
-        return wait_bounded(future, seconds)
+        bound = self._timeout(timeout, "ToolCaller.call")
+        future = self.call_f(name, arguments, timeout=bound)
+        if bound is None:
+            bound = getattr(self.target, "call_timeout", None) or 600.0
+        return wait_bounded(future, bound)
+
+    def _timeout(self, timeout: Any, method: str) -> float | None:
+        """``timeout`` checked (see :func:`raider_sync.threads.timeouts.seconds`); None: the caller's,
+        which may be None too (then the target's call timeout)."""
+        return self.timeout if timeout is None else seconds(timeout, 0.0, method=method)
 
     def _recovered(self, exc: RaiderError, name: str) -> Future:
         if self.raise_errors:
