@@ -19,7 +19,7 @@ import pytest
 
 from raider_sync import (InvalidArgument, McpHub, McpServer, Resources, Tasks, ToolServer)
 from raider_sync.auth import MemoryTokenStore, OAuth
-from raider_sync.eras.listen import Subscription
+from raider_sync.client.eras.listen import Subscription
 from raider_sync.llm import ToolCaller
 from raider_sync.shell import Monitor
 
