@@ -9,7 +9,9 @@
 
 A tool whose schema is past the bounds of :func:`~raider_sync.llm.schema.check_bounds` is
 left out (logged as a warning on ``raider_sync.llm``); the others are converted. What strict
-mode changed in a schema is logged at debug level, why a tool is not strict at info level.
+mode changed in a schema is logged at debug level, why a tool is not strict at info level, or
+as a warning when the reason is one of OpenAI's documented limits (see
+:mod:`raider_sync.llm.limits`).
 """
 from __future__ import annotations
 
@@ -99,8 +101,11 @@ def to_openai(tools: Iterable[dict], *, strict: bool = True, api: str = "chat") 
         if strict:
             converted = strict_schema(schema)
             parameters, is_strict = converted.schema, converted.strict
+            # past a limit, OpenAI would have refused the whole request: worth a warning
+            level = (logging.DEBUG if is_strict else
+                     logging.WARNING if converted.limits else logging.INFO)
             for note in converted.notes:
-                _say_once(logging.DEBUG if is_strict else logging.INFO, tool["name"], note)
+                _say_once(level, tool["name"], note)
         else:
             notes: list[str] = []
             parameters, is_strict = loose_schema(schema, notes), False

@@ -16,29 +16,24 @@ accepts, or says why it cannot:
   ``examples``, ``$schema``...) are removed silently;
 - what it cannot express (``not``, ``if``/``then``/``else``, ``patternProperties``, free-form
   objects, tuples, a multi-branch ``allOf``, a value of any type) makes the tool non-strict,
-  as does passing OpenAI's documented limits (5000 properties, 10 levels of objects, 1000 enum
-  values, 120000 characters of names and values).
+  as does passing one of OpenAI's documented limits (see :mod:`raider_sync.llm.limits`).
 """
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
 from ..errors import SchemaRefused
+from .limits import (OPENAI_LARGE_ENUM_VALUES, OPENAI_MAX_ENUM_VALUES,  # noqa: F401 - kept here too
+                     OPENAI_MAX_LARGE_ENUM_CHARS, OPENAI_MAX_OBJECT_DEPTH, OPENAI_MAX_PROPERTIES,
+                     OPENAI_MAX_STRING_CHARS, openai_limits_passed)
 
 #: bounds past which a tool is refused for every model format
 MAX_SCHEMA_DEPTH = 64          # nesting of objects and arrays in the JSON of the schema
 MAX_SCHEMA_NODES = 20000       # objects and arrays in the JSON of the schema
 MAX_SCHEMA_CHARS = 1000000     # characters of keys and strings
-
-#: OpenAI's documented limits for strict schemas: past them a tool is sent non-strict
-OPENAI_MAX_PROPERTIES = 5000
-OPENAI_MAX_OBJECT_DEPTH = 10
-OPENAI_MAX_ENUM_VALUES = 1000
-OPENAI_MAX_STRING_CHARS = 120000
 
 OPENAI_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname",
                             "ipv4", "ipv6", "uuid"})
@@ -66,10 +61,13 @@ class NotStrict(Exception):
 @dataclass
 class StrictSchema:
     """The outcome of :func:`strict_schema`: the schema to send, whether it is strict, and
-    notes saying what was changed or why it is not strict."""
+    notes saying what was changed or why it is not strict. ``limits`` names the OpenAI limits
+    the converted schema passes when that is why it is not strict (empty otherwise): OpenAI
+    would refuse the whole request with such a schema sent strict."""
     schema: dict
     strict: bool
     notes: list[str] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
 
 
 # -- bounds ---------------------------------------------------------------------------------
@@ -183,13 +181,16 @@ def strict_schema(schema: Any) -> StrictSchema:
         if "anyOf" in root or "oneOf" in root:
             raise NotStrict("the root of the schema is a union (anyOf/oneOf)")
         converted = _strict_node(root, "", notes, is_root=True)
-        _check_openai_limits(converted)
     except NotStrict as exc:
         notes = [f"not strict: {exc}"]
         return StrictSchema(loose_schema(schema, notes), False, notes)
     except RecursionError:  # a schema within the bounds cannot get here; be safe all the same
         notes = ["not strict: the schema is too deep"]
         return StrictSchema(loose_schema(schema, notes), False, notes)
+    limits = openai_limits_passed(converted)
+    if limits:
+        notes = [f"not strict: {limit}" for limit in limits]
+        return StrictSchema(loose_schema(schema, notes), False, notes, limits)
     return StrictSchema(converted, True, notes)
 
 
@@ -319,10 +320,11 @@ def _strict_object(node: dict, out: dict, where: str, notes: list[str], is_root:
     required = node.get("required") or []
     if not isinstance(required, list):
         raise NotStrict(f"{here}: required is not a list")
+    names = {name for name in required if isinstance(name, str)}  # a set: 5000 properties are allowed
     converted: dict[str, Any] = {}
     for name, sub in (properties or {}).items():
         strict_sub = _strict_node(sub, f"{where}/properties/{name}", notes)
-        converted[name] = strict_sub if name in required else nullable(strict_sub)
+        converted[name] = strict_sub if name in names else nullable(strict_sub)
     out["properties"] = converted
     out["required"] = list(converted)
     out["additionalProperties"] = False
@@ -362,39 +364,6 @@ def accepts_null(schema: Any) -> bool:
         return None in schema["enum"]
     return any(accepts_null(b) for key in ("anyOf", "oneOf")
                for b in (schema.get(key) if isinstance(schema.get(key), list) else []))
-
-
-def _check_openai_limits(schema: dict) -> None:
-    """Raise NotStrict past OpenAI's documented limits for strict schemas."""
-    properties = enum_values = chars = 0
-    stack: list[tuple[Any, int]] = [(schema, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, list):
-            stack.extend((item, depth) for item in node)
-            continue
-        if not isinstance(node, dict):
-            continue
-        if isinstance(node.get("properties"), dict):
-            if depth > OPENAI_MAX_OBJECT_DEPTH:
-                raise NotStrict(f"objects nested deeper than {OPENAI_MAX_OBJECT_DEPTH} levels")
-            properties += len(node["properties"])
-            chars += sum(len(name) for name in node["properties"])
-            stack.extend((sub, depth + 1) for sub in node["properties"].values())
-        for key in ("enum", "const"):
-            if key in node:
-                values = node[key] if key == "enum" and isinstance(node[key], list) else [node[key]]
-                enum_values += len(values) if key == "enum" else 0
-                chars += sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in values)
-        for key in ("items", "anyOf"):
-            if key in node:
-                stack.append((node[key], depth))
-    if properties > OPENAI_MAX_PROPERTIES:
-        raise NotStrict(f"more than {OPENAI_MAX_PROPERTIES} properties")
-    if enum_values > OPENAI_MAX_ENUM_VALUES:
-        raise NotStrict(f"more than {OPENAI_MAX_ENUM_VALUES} enum values")
-    if chars > OPENAI_MAX_STRING_CHARS:
-        raise NotStrict(f"more than {OPENAI_MAX_STRING_CHARS} characters of names and values")
 
 
 # -- back to the tool ---------------------------------------------------------------------
