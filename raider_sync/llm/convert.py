@@ -25,7 +25,8 @@ from ..errors import RaiderError, SchemaRefused, ToolError, UnknownTool
 from ..futures import resolved, wait_bounded
 from ..results import ToolResult
 from .names import ToolNames
-from .schema import check_bounds, drop_added_nulls, loose_schema, strict_schema
+from .nulls import drop_added_nulls
+from .schema import check_bounds, loose_schema, strict_schema
 
 log = logging.getLogger("raider_sync.llm")
 
