@@ -9,7 +9,9 @@
 
 A tool whose schema is past the bounds of :func:`~raider_sync.llm.schema.check_bounds` is
 left out (logged as a warning on ``raider_sync.llm``); the others are converted. What strict
-mode changed in a schema is logged at debug level, why a tool is not strict at info level.
+mode changed in a schema is logged at debug level, why a tool is not strict at info level, or
+as a warning when the reason is one of OpenAI's documented limits (see
+:mod:`raider_sync.llm.limits`).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from ..errors import InvalidArgument, RaiderError, SchemaRefused, ToolError, Unk
 from ..threads.futures import failed, resolved, wait_bounded
 from ..client.results import ToolResult
 from .names import ToolNames
-from .schema import check_bounds, drop_added_nulls, loose_schema, strict_schema
+from .nulls import drop_added_nulls
+from .schema import check_bounds, loose_schema, strict_schema
 
 log = logging.getLogger("raider_sync.llm")
 
@@ -100,8 +103,11 @@ def to_openai(tools: Iterable[dict], *, strict: bool = True, api: str = "chat") 
         if strict:
             converted = strict_schema(schema)
             parameters, is_strict = converted.schema, converted.strict
+            # past a limit, OpenAI would have refused the whole request: worth a warning
+            level = (logging.DEBUG if is_strict else
+                     logging.WARNING if converted.limits else logging.INFO)
             for note in converted.notes:
-                _say_once(logging.DEBUG if is_strict else logging.INFO, tool["name"], note)
+                _say_once(level, tool["name"], note)
         else:
             notes: list[str] = []
             parameters, is_strict = loose_schema(schema, notes), False
