@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import requests
 
+from ..threads.timeouts import seconds
 from ..errors import AuthError, ConsentRequired, RaiderError
 from .consent import Consent, DeviceConsent, as_consent
 from .discovery import Discovered, canonical_resource, discover
@@ -96,7 +97,7 @@ class OAuth:
         self.scopes = scopes.split() if isinstance(scopes, str) else list(scopes or [])
         self.dpop = dpop
         self.client_name = client_name
-        self.timeout = timeout
+        self.timeout = seconds(timeout, 30.0, method="OAuth")
         self.automatic = automatic  # made for an entry without oauth: only on a Bearer 401
         self.server_url: str | None = None
         self.name: str | None = None
@@ -514,8 +515,9 @@ class OAuth:
     def login(self, timeout: float | None = None) -> None:
         """Run the whole flow now (blocks until a token came, at most ``timeout`` s, default
         10 minutes). Raises AuthError; ConsentRequired when no consent handler is set."""
+        bound = seconds(timeout, FLOW_TIMEOUT, method="OAuth.login")
         attempt = self.begin()
-        deadline = time.monotonic() + (timeout if timeout is not None else FLOW_TIMEOUT)
+        deadline = time.monotonic() + bound
         self._run_once(attempt, deadline, lambda: self._flow(Challenge("bearer"), deadline,
                                                              None))
 

@@ -2,17 +2,20 @@
 
 Model APIs hand tool arguments over as a JSON string; raider_sync takes that string when it
 holds an object. Anything else that is not a mapping, and a timeout that is not a positive
-number, is refused with :class:`~raider_sync.errors.InvalidArgument` naming the argument.
+number, is refused with :class:`~raider_sync.errors.InvalidArgument` naming the argument
+(see :func:`seconds` for the rule every public ``timeout`` follows).
 """
 from __future__ import annotations
 
 import difflib
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..threads.timeouts import poll_seconds, seconds
+
+__all__ = ["SHOWN_NAMES", "poll_seconds", "seconds", "tool_arguments", "unknown_tool_message"]
 
 #: how many names an unknown-tool error lists
 SHOWN_NAMES = 5
@@ -37,17 +40,6 @@ def tool_arguments(arguments: Any, tool: str) -> dict:
                               f"{_json_kind(parsed)}, not an object")
     raise InvalidArgument(f"arguments of {tool!r}: expected a dict (or a JSON string of an "
                           f"object), got {type(arguments).__name__}")
-
-
-def seconds(timeout: Any, default: float, what: str = "timeout") -> float:
-    """``timeout`` in seconds, ``default`` when it is None. Raises InvalidArgument for a
-    timeout that is not a finite positive number."""
-    if timeout is None:
-        return default
-    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout) or timeout <= 0):
-        raise InvalidArgument(f"{what} must be a positive number of seconds, not {timeout!r}")
-    return float(timeout)
 
 
 def unknown_tool_message(lead: str, name: str, names: list[str]) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from . import launch
 from .budget import ToolBudget, budget_of
-from .calls import seconds, tool_arguments, unknown_tool_message
+from .calls import poll_seconds, seconds, tool_arguments, unknown_tool_message
 from ..config import McpConfig, ServerSpec, find_named
 from ..errors import NotConnected, RaiderError, ToolTimeout, UnknownServer, UnknownTool
 from ..threads.futures import Deadline, all_done, failed, settle, then
@@ -163,11 +163,11 @@ class McpHub:
         plus the stop grace of a failed start; a start still running then raises
         TimeoutError (the servers keep starting). A KeyboardInterrupt stops every server
         and propagates."""
-        if timeout is None:
-            timeout = max([c.startup_timeout_ms / 1000 + 2 * c.kill_grace + 5
-                           for c in self.clients] or [0.0]) + 5
+        bound = seconds(timeout, max([c.startup_timeout_ms / 1000 + 2 * c.kill_grace + 5
+                                      for c in self.clients] or [0.0]) + 5,
+                        method="McpHub.start")
         try:
-            return self.start_f().result(timeout)
+            return self.start_f().result(bound)
         except KeyboardInterrupt:
             self.stop()
             raise
@@ -180,6 +180,7 @@ class McpHub:
     def restart(self, name: str, timeout: float | None = None) -> McpServer:
         """Blocking :meth:`restart_f`: the client, connected or failed. Calls to it made
         meanwhile wait for the start. Raises UnknownServer."""
+        seconds(timeout, 1.0, method="McpHub.restart")  # its default is the server's
         return self.client(name).restart(timeout)
 
     # -- tools ---------------------------------------------------------------------------
@@ -204,7 +205,7 @@ class McpHub:
     def tools(self, timeout: float | None = None) -> list[dict]:
         """Blocking :meth:`tools_f`; ``timeout`` (s, default 60) bounds the wait for a server
         that is re-listing its tools."""
-        return self.tools_f().result(timeout or _DEFAULT_TIMEOUT_S)
+        return self.tools_f().result(seconds(timeout, _DEFAULT_TIMEOUT_S, method="McpHub.tools"))
 
     def tool_budget_f(self) -> Future:
         """A future of the :class:`~raider_sync.client.budget.ToolBudget` of every tool
@@ -223,13 +224,15 @@ class McpHub:
 
     def tool_budget(self, timeout: float | None = None) -> ToolBudget:
         """Blocking :meth:`tool_budget_f`; ``timeout`` as for :meth:`tools`."""
-        return self.tool_budget_f().result(timeout or _DEFAULT_TIMEOUT_S)
+        return self.tool_budget_f().result(seconds(timeout, _DEFAULT_TIMEOUT_S,
+                                                   method="McpHub.tool_budget"))
 
     def resource_templates(self, server: str | None = None, *,
                            timeout: float | None = None) -> list[dict]:
         """The resource templates of every connected server (or of ``server``), each with
         the ``server`` it belongs to. Blocks up to ``timeout`` s per server (default its
         call timeout); raises UnknownServer for a name not configured."""
+        seconds(timeout, 1.0, method="McpHub.resource_templates")  # default: each server's
         clients = [self.client(server)] if server is not None else self.clients
         return [{"server": client.name, **template} for client in clients
                 for template in client.list_resource_templates(timeout)]
@@ -268,7 +271,8 @@ class McpHub:
         with ToolError for an error result when ``raise_on_error`` (default: the hub's
         option) is true. ``timeout`` (s) defaults to that server's call timeout."""
         try:
-            target, arguments = self.route(name), _checked(name, arguments, timeout)
+            arguments = _checked(name, arguments, timeout, "McpHub.call_tool_f")
+            target = self.route(name)
         except RaiderError as exc:
             return failed(exc)
 
@@ -279,7 +283,7 @@ class McpHub:
         if not isinstance(target, McpServer):
             return send(target, timeout)
         return self._rerouted_f(send(target, timeout), target, name,
-                                Deadline(seconds(timeout, target.call_timeout)), send)
+                                Deadline(_or_default(timeout, target)), send)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
@@ -287,8 +291,9 @@ class McpHub:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
-        target, arguments = self.route(name), _checked(name, arguments, timeout)
-        deadline = (Deadline(seconds(timeout, target.call_timeout))
+        arguments = _checked(name, arguments, timeout, "McpHub.call_tool")
+        target = self.route(name)
+        deadline = (Deadline(_or_default(timeout, target))
                     if isinstance(target, McpServer) else None)
         while True:
             try:
@@ -364,7 +369,8 @@ class McpHub:
         Raises InvalidArgument for a negative ``drain``."""
         if isinstance(config, dict):
             config = McpConfig.from_dict(config)
-        drain = seconds(drain or None, 0.0, "drain")  # 0 is allowed; checked before anything changes
+        # 0 (no drain) is allowed; checked before anything changes
+        drain = poll_seconds(drain, "drain", "McpHub.reload") or 0.0
         with self._reload_lock:
             with self._lock:
                 old = dict(self._clients)
@@ -475,10 +481,16 @@ def _left(deadline: Deadline, name: str) -> float:
     return left
 
 
-def _checked(name: str, arguments: Any, timeout: Any) -> dict:
-    """The arguments of a call as a dict; raises InvalidArgument (see raider_sync.client.calls)."""
-    seconds(timeout, 1.0)
+def _checked(name: str, arguments: Any, timeout: Any, method: str) -> dict:
+    """The arguments of a call as a dict; raises InvalidArgument for them or for a timeout
+    (see raider_sync.threads.timeouts). The timeout's default is the server's: it is checked only."""
+    seconds(timeout, 1.0, method=method)
     return tool_arguments(arguments, name)
+
+
+def _or_default(timeout: float | None, target: McpServer) -> float:
+    """A timeout :func:`_checked` passed, or the server's call timeout for None."""
+    return target.call_timeout if timeout is None else timeout
 
 
 def _guarded(start: Any) -> Future:

@@ -19,7 +19,7 @@ import weakref
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from .calls import seconds
+from .calls import poll_seconds, seconds
 from ..config import RestartPolicy
 from ..errors import (ConnectionClosed, ConsentRequired, McpError, NotConnected, TransportError,
                      last_stderr_line)
@@ -72,7 +72,8 @@ class Lifecycle:
     def initialize(self, timeout: float | None = None) -> Any:
         """Blocking :meth:`start_f`: returns this server once connected or failed (a failed
         server is started anew). A KeyboardInterrupt stops the server and propagates."""
-        bound = timeout if timeout is not None else self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5
+        bound = seconds(timeout, self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5,
+                        method="McpServer.initialize")
         try:
             return self.start_f().result(bound)
         except KeyboardInterrupt:
@@ -99,8 +100,8 @@ class Lifecycle:
 
     def restart(self, timeout: float | None = None) -> Any:
         """Blocking :meth:`restart_f`; ``timeout`` as for :meth:`initialize`."""
-        bound = timeout if timeout is not None else (self.startup_timeout_ms / 1000
-                                                     + 4 * self.kill_grace + 5)
+        bound = seconds(timeout, self.startup_timeout_ms / 1000 + 4 * self.kill_grace + 5,
+                        method="McpServer.restart")
         return self.restart_f().result(bound)
 
     def _begin_start(self) -> Future:
@@ -251,7 +252,7 @@ class Lifecycle:
         nothing of them is sent. ``reason`` (default "stopped by the client") becomes the
         stopped server's ``reason`` and is said by the ConnectionClosed of a call still
         unanswered. Raises InvalidArgument for a negative ``drain``."""
-        drain = seconds(drain or None, 0.0, "drain")  # 0 (no drain) is allowed, unlike a timeout
+        drain = poll_seconds(drain, "drain", "McpServer.stop") or 0.0  # 0: no drain
         if drain:
             self._in_flight.close(reason or "stopped by the client", drain)
         self._shutdown(grace=True, reason=reason)

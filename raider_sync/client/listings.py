@@ -38,26 +38,28 @@ class Listings:
         return self._cached_list("prompts/list", "prompts", lambda items: items, cache)
 
     def list_prompts(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
-        return wait_bounded(self.list_prompts_f(cache), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.list_prompts")
+        return wait_bounded(self.list_prompts_f(cache), bound)
 
     def get_prompt_f(self, name: str, arguments: dict | None = None, *,
                      timeout: float | None = None) -> Future:
         """A future of prompts/get's result ({description, messages}); ``timeout`` (s,
         default the call timeout) bounds it, and the request is cancelled then."""
         try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.get_prompt_f")
             arguments = tool_arguments(arguments, name)
         except RaiderError as exc:
             return failed(exc)
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {k: str(v) for k, v in arguments.items()}
-        return self._request_f("prompts/get", params, timeout)
+        return self._request_f("prompts/get", params, bound)
 
     def get_prompt(self, name: str, arguments: dict | None = None, *,
                    timeout: float | None = None) -> dict:
         """Blocking :meth:`get_prompt_f`; raises RequestTimeout after ``timeout`` s."""
-        return self._wait(self.get_prompt_f(name, arguments, timeout=timeout),
-                          seconds(timeout, self.call_timeout))
+        bound = seconds(timeout, self.call_timeout, method="McpServer.get_prompt")
+        return self._wait(self.get_prompt_f(name, arguments, timeout=bound), bound)
 
     def list_resources_f(self, cache: str = "use") -> Future:
         """A future of the server's resources, cached like the prompts; ``ui://`` resources
@@ -67,7 +69,8 @@ class Listings:
         return self._cached_list("resources/list", "resources", visible_resources, cache)
 
     def list_resources(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
-        return wait_bounded(self.list_resources_f(cache), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.list_resources")
+        return wait_bounded(self.list_resources_f(cache), bound)
 
     def list_resource_templates_f(self) -> Future:
         """A future of the server's resource templates (resources/templates/list), cached."""
@@ -76,42 +79,55 @@ class Listings:
         return self._cached_list("resources/templates/list", "resourceTemplates", lambda i: i)
 
     def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_resource_templates_f(), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.list_resource_templates")
+        return wait_bounded(self.list_resource_templates_f(), bound)
 
     def read_resource_f(self, uri: str, *, timeout: float | None = None,
                         cache: str = "use") -> Future:
         """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``.
         ``cache`` applies to a stateless server's cacheable answers."""
-        return then(self._request_f("resources/read", {"uri": uri}, timeout, cache=cache),
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.read_resource_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return then(self._request_f("resources/read", {"uri": uri}, bound, cache=cache),
                     lambda result: list(result.get("contents") or []))
 
     def read_resource(self, uri: str, *, timeout: float | None = None,
                       cache: str = "use") -> list[dict]:
-        return self._wait(self.read_resource_f(uri, timeout=timeout, cache=cache),
-                          seconds(timeout, self.call_timeout))
+        bound = seconds(timeout, self.call_timeout, method="McpServer.read_resource")
+        return self._wait(self.read_resource_f(uri, timeout=bound, cache=cache), bound)
 
     def list_skills_f(self, *, timeout: float | None = None) -> Future:
         """A future of the server's skills (``skills/list``, every page): entries with their
         ``uri``, ``frontmatter`` and ``resources`` (size and digest per file). Nothing is read.
         See :mod:`raider_sync.client.skills`."""
         from . import skills
-        bound = timeout or self.call_timeout
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.list_skills_f")
+        except RaiderError as exc:
+            return failed(exc)
         return run_in_thread(lambda: skills.list_skills(self, bound), f"raider-{self.key}-skills")
 
     def list_skills(self, *, timeout: float | None = None) -> list[dict]:
-        return wait_bounded(self.list_skills_f(timeout=timeout), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.list_skills")
+        return wait_bounded(self.list_skills_f(timeout=bound), bound)
 
     def get_skill_f(self, uri: str, *, timeout: float | None = None) -> Future:
         """A future of one skill, every file read and verified (size, sha256 digest, SKILL.md's
         frontmatter against its entry): ``{uri, frontmatter, body, files}``. Fails with
         SkillRejected on any mismatch, before anything more is read."""
         from . import skills
-        bound = timeout or self.call_timeout
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.get_skill_f")
+        except RaiderError as exc:
+            return failed(exc)
         return run_in_thread(lambda: skills.get_skill(self, uri, bound),
                              f"raider-{self.key}-skills")
 
     def get_skill(self, uri: str, *, timeout: float | None = None) -> dict:
-        return wait_bounded(self.get_skill_f(uri, timeout=timeout), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.get_skill")
+        return wait_bounded(self.get_skill_f(uri, timeout=bound), bound)
 
     def _cached_list(self, method: str, field: str, shape: Callable[[list], list],
                      cache: str = "use") -> Future:
@@ -161,7 +177,7 @@ class Listings:
         when the server does not answer within ``timeout`` s. The outcome shows in
         :attr:`status`: unanswered, a connected server reads ``degraded``; answered, a
         degraded one reads ``connected`` again."""
-        bound = seconds(timeout, 10.0)
+        bound = seconds(timeout, 10.0, method="McpServer.ping")
         method = "server/discover" if self.era == "modern" else "ping"
         try:
             self._wait(self._request_f(method, None, bound, inline=True), bound)
@@ -169,15 +185,11 @@ class Listings:
             self._degraded(f"ping: {exc}")
             raise
 
-    def _request_f(self, method: str, params: dict | None, timeout: float | None, *,
+    def _request_f(self, method: str, params: dict | None, bound: float, *,
                    inline: bool = False, cache: str = "use", **options: Any) -> Future:
         """``method`` sent the way the era wants (``_meta``, headers, ``input_required``
-        rounds), after a start under way; ``options`` go to the session (``on_progress``)."""
-        try:
-            bound = seconds(timeout, self.call_timeout)
-        except RaiderError as exc:
-            return failed(exc)
-
+        rounds), after a start under way, within ``bound`` s (a timeout the public method
+        checked); ``options`` go to the session (``on_progress``)."""
         def send(left: float, inline: bool) -> Future:
             session = self._session
             if self._status not in UP or session is None:

@@ -310,7 +310,8 @@ class McpServer(Lifecycle, Listings, ServerSurface):
 
     def list_tools(self, timeout: float | None = None) -> list[dict]:
         """Blocking :meth:`list_tools_f`; ``timeout`` defaults to the call timeout."""
-        return self.list_tools_f().result(timeout or self.call_timeout)
+        return self.list_tools_f().result(seconds(timeout, self.call_timeout,
+                                                  method="McpServer.list_tools"))
 
     def _fetch_tools(self, timeout: float, timeout_message: str | None = None) -> None:
         """tools/list, every page, within ``timeout`` s; then the tools are set, unless the
@@ -378,7 +379,11 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         ``on_progress(progress, total, message)`` receives the server's progress
         notifications.
         """
-        return self._call_tool_f(name, arguments, timeout, on_progress, raise_on_error,
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.call_tool_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
                                  inline=False)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
@@ -389,16 +394,16 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         (the request is sent on this thread). An interrupt (KeyboardInterrupt) while it
         waits cancels the call on the server (``notifications/cancelled``) and propagates;
         the server stays usable."""
-        bound = seconds(timeout, self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.call_tool")
         return self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
                                             inline=True), bound)
 
-    def _call_tool_f(self, name: str, arguments: Any, timeout: float | None,
+    def _call_tool_f(self, name: str, arguments: Any, bound: float,
                      on_progress: ProgressCallback | None, raise_on_error: bool | None,
                      inline: bool) -> Future:
+        """The call of :meth:`call_tool_f`; ``bound`` is the timeout already checked."""
         try:
             arguments = tool_arguments(arguments, name)
-            bound = seconds(timeout, self.call_timeout)
         except RaiderError as exc:
             return failed(exc)
         raising = self.raise_on_error if raise_on_error is None else raise_on_error
@@ -528,8 +533,9 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         NotConnected; McpError for a listen the server refuses (one that serves no
         ``subscriptions/listen`` among them), at once rather than at ``next``;
         SubscriptionEnded or RequestTimeout for one it ends, or does not acknowledge, first."""
+        bound = seconds(timeout, self.call_timeout, method="McpServer.listen")
         return self._era.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
-                                timeout=timeout or self.call_timeout)
+                                timeout=bound)
 
     def _lists_changed(self) -> None:
         """Every list may have changed unannounced: fetch them again."""

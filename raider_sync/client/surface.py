@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from . import telemetry as _telemetry
 from .budget import ToolBudget, budget_of
-from ..errors import ConfigError, McpError
+from ..errors import ConfigError, McpError, RaiderError
 from .filters import ToolFilter
 from .calls import seconds
 from ..threads.futures import failed, then, wait_bounded
@@ -55,14 +55,19 @@ class ServerSurface:
         if level not in LOG_LEVELS:
             raise ConfigError(f"level: {level!r} is not an MCP log level "
                               f"(use {', '.join(LOG_LEVELS)})")
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.set_log_level_f")
+        except RaiderError as exc:
+            return failed(exc)
         refused = self._lacks("logging", "logging")
         if refused is not None:
             return refused
-        return then(self._request_f("logging/setLevel", {"level": level}, timeout), _none)
+        return then(self._request_f("logging/setLevel", {"level": level}, bound), _none)
 
     def set_log_level(self, level: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`set_log_level_f`."""
-        wait_bounded(self.set_log_level_f(level, timeout=timeout), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.set_log_level")
+        wait_bounded(self.set_log_level_f(level, timeout=bound), bound)
 
     def _on_server_log(self, params: dict) -> None:
         """notifications/message: to this server's stdlib logger, then to ``on_log``."""
@@ -96,17 +101,21 @@ class ServerSurface:
                 raise ConfigError("context: expected a dict of argument names to values")
             arguments = context.get("arguments", context)
             params["context"] = {"arguments": {str(k): str(v) for k, v in arguments.items()}}
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.complete_f")
+        except RaiderError as exc:
+            return failed(exc)
         refused = self._lacks("completions", "completion")
         if refused is not None:
             return refused
-        return then(self._request_f("completion/complete", params, timeout),
+        return then(self._request_f("completion/complete", params, bound),
                     lambda result: dict((result or {}).get("completion") or {"values": []}))
 
     def complete(self, ref: dict | str, argument: dict | tuple, context: dict | None = None,
                  *, timeout: float | None = None) -> dict:
         """Blocking :meth:`complete_f`."""
-        return wait_bounded(self.complete_f(ref, argument, context, timeout=timeout),
-                            timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.complete")
+        return wait_bounded(self.complete_f(ref, argument, context, timeout=bound), bound)
 
     # -- resource subscriptions ----------------------------------------------------------
 
@@ -124,29 +133,39 @@ class ServerSurface:
         not offer subscriptions."""
         if not isinstance(uri, str) or not uri:
             raise ConfigError("uri: expected a non-empty string")
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.subscribe_f")
+        except RaiderError as exc:
+            return failed(exc)
         refused = self._lacks("resources", "resource subscriptions", "subscribe")
         if refused is not None:
             return refused
-        return then(self._request_f("resources/subscribe", {"uri": uri}, timeout),
+        return then(self._request_f("resources/subscribe", {"uri": uri}, bound),
                     lambda _: self._subscribed(uri, True))
 
     def subscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`subscribe_f`."""
-        wait_bounded(self.subscribe_f(uri, timeout=timeout), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.subscribe")
+        wait_bounded(self.subscribe_f(uri, timeout=bound), bound)
 
     def unsubscribe_f(self, uri: str, *, timeout: float | None = None) -> Future:
         """End a subscription (``resources/unsubscribe``); a future of None."""
         if not isinstance(uri, str) or not uri:
             raise ConfigError("uri: expected a non-empty string")
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.unsubscribe_f")
+        except RaiderError as exc:
+            return failed(exc)
         self._subscribed(uri, False)
         refused = self._lacks("resources", "resource subscriptions", "subscribe")
         if refused is not None:
             return refused
-        return then(self._request_f("resources/unsubscribe", {"uri": uri}, timeout), _none)
+        return then(self._request_f("resources/unsubscribe", {"uri": uri}, bound), _none)
 
     def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`unsubscribe_f`."""
-        wait_bounded(self.unsubscribe_f(uri, timeout=timeout), timeout or self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.unsubscribe")
+        wait_bounded(self.unsubscribe_f(uri, timeout=bound), bound)
 
     def _subscribed(self, uri: str, subscribed: bool) -> None:
         with self._lock:
@@ -189,7 +208,11 @@ class ServerSurface:
         McpError or ConnectionClosed. Raises ConfigError for a method that is not a
         non-empty string or params that are not a dict."""
         _check_request(method, params)
-        return self._request_f(method, params, timeout, cache="refresh",
+        try:
+            bound = seconds(timeout, self.call_timeout, method="McpServer.request_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return self._request_f(method, params, bound, cache="refresh",
                                on_progress=on_progress)
 
     def request(self, method: str, params: dict | None = None, *,
@@ -197,7 +220,7 @@ class ServerSurface:
         """Blocking :meth:`request_f` (the request is sent on this thread); an interrupt
         while it waits cancels the request on the server and propagates."""
         _check_request(method, params)
-        bound = seconds(timeout, self.call_timeout)
+        bound = seconds(timeout, self.call_timeout, method="McpServer.request")
         return self._wait(self._request_f(method, params, bound, inline=True, cache="refresh",
                                           on_progress=on_progress), bound)
 
@@ -206,7 +229,8 @@ class ServerSurface:
     def tool_budget(self, timeout: float | None = None) -> ToolBudget:
         """The estimated token cost of this server's (filtered) tool definitions; see
         :mod:`raider_sync.client.budget`."""
-        return budget_of({self.name: self.list_tools(timeout)})
+        bound = seconds(timeout, self.call_timeout, method="McpServer.tool_budget")
+        return budget_of({self.name: self.list_tools(bound)})
 
     # -- in process ----------------------------------------------------------------------
 

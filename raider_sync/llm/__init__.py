@@ -15,7 +15,8 @@ See the "Tools for models" page of the manual for the whole loop.
 from .convert import ToolCaller, to_anthropic, to_openai
 from .messages import anthropic_result, openai_images, openai_result
 from .names import ToolNames, is_model_name
-from .schema import StrictSchema, check_bounds, drop_added_nulls, strict_schema
+from .nulls import drop_added_nulls
+from .schema import StrictSchema, check_bounds, strict_schema
 
 __all__ = [
     "StrictSchema",

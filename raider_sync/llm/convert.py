@@ -9,7 +9,9 @@
 
 A tool whose schema is past the bounds of :func:`~raider_sync.llm.schema.check_bounds` is
 left out (logged as a warning on ``raider_sync.llm``); the others are converted. What strict
-mode changed in a schema is logged at debug level, why a tool is not strict at info level.
+mode changed in a schema is logged at debug level, why a tool is not strict at info level, or
+as a warning when the reason is one of OpenAI's documented limits (see
+:mod:`raider_sync.llm.limits`).
 """
 from __future__ import annotations
 
@@ -19,11 +21,13 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterable
 
-from ..errors import RaiderError, SchemaRefused, ToolError, UnknownTool
-from ..threads.futures import resolved, wait_bounded
+from ..threads.timeouts import seconds
+from ..errors import InvalidArgument, RaiderError, SchemaRefused, ToolError, UnknownTool
+from ..threads.futures import failed, resolved, wait_bounded
 from ..client.results import ToolResult
 from .names import ToolNames
-from .schema import check_bounds, drop_added_nulls, loose_schema, strict_schema
+from .nulls import drop_added_nulls
+from .schema import check_bounds, loose_schema, strict_schema
 
 log = logging.getLogger("raider_sync.llm")
 
@@ -99,8 +103,11 @@ def to_openai(tools: Iterable[dict], *, strict: bool = True, api: str = "chat") 
         if strict:
             converted = strict_schema(schema)
             parameters, is_strict = converted.schema, converted.strict
+            # past a limit, OpenAI would have refused the whole request: worth a warning
+            level = (logging.DEBUG if is_strict else
+                     logging.WARNING if converted.limits else logging.INFO)
             for note in converted.notes:
-                _say_once(logging.DEBUG if is_strict else logging.INFO, tool["name"], note)
+                _say_once(level, tool["name"], note)
         else:
             notes: list[str] = []
             parameters, is_strict = loose_schema(schema, notes), False
@@ -168,7 +175,7 @@ class ToolCaller:
             tools = target.tools() if callable(getattr(target, "tools", None)) else target.list_tools()
         self.tools = _tool_list(tools)
         self.names = ToolNames(t["name"] for t in self.tools)
-        self.timeout = timeout
+        self.timeout = None if timeout is None else seconds(timeout, 0.0, method="ToolCaller")
         self.raise_errors = raise_errors
         self._schemas = {t["name"]: t.get("inputSchema") for t in self.tools}
 
@@ -208,14 +215,18 @@ class ToolCaller:
                timeout: float | None = None) -> Future:
         """A future of the :class:`~raider_sync.ToolResult` of the model's call of
         ``name`` with ``arguments`` (see the class doc for what an error becomes).
-        ``timeout`` (s) defaults to the caller's, else the target's call timeout."""
+        ``timeout`` (s) defaults to the caller's, else the target's call timeout; a bad one
+        is the program's error, not the model's: the future fails with InvalidArgument."""
+        try:
+            bound = self._timeout(timeout, "ToolCaller.call_f")
+        except InvalidArgument as exc:
+            return failed(exc)
         try:
             original, args = self.resolve(name, arguments)
         except (UnknownTool, ToolError) as exc:
             return self._recovered(exc, name)
-        seconds = timeout if timeout is not None else self.timeout
         try:
-            inner = self.target.call_tool_f(original, args, timeout=seconds, raise_on_error=False)
+            inner = self.target.call_tool_f(original, args, timeout=bound, raise_on_error=False)
         except RaiderError as exc:
             return self._recovered(exc, name)
         outer: Future = Future()
@@ -238,11 +249,16 @@ class ToolCaller:
 
     def call(self, name: str, arguments: Any = None, *, timeout: float | None = None) -> ToolResult:
         """Blocking :meth:`call_f`: the result, or (``raise_errors``) the error raised."""
-        seconds = timeout if timeout is not None else self.timeout
-        future = self.call_f(name, arguments, timeout=seconds)
-        if seconds is None:
-            seconds = getattr(self.target, "call_timeout", None) or 600.0
-        return wait_bounded(future, seconds)
+        bound = self._timeout(timeout, "ToolCaller.call")
+        future = self.call_f(name, arguments, timeout=bound)
+        if bound is None:
+            bound = getattr(self.target, "call_timeout", None) or 600.0
+        return wait_bounded(future, bound)
+
+    def _timeout(self, timeout: Any, method: str) -> float | None:
+        """``timeout`` checked (see :func:`raider_sync.threads.timeouts.seconds`); None: the caller's,
+        which may be None too (then the target's call timeout)."""
+        return self.timeout if timeout is None else seconds(timeout, 0.0, method=method)
 
     def _recovered(self, exc: RaiderError, name: str) -> Future:
         if self.raise_errors:

@@ -7,38 +7,35 @@ accepts, or says why it cannot:
 
 - every object gets ``additionalProperties: false`` and lists every property in ``required``;
   a property that was optional becomes nullable (``null`` is dropped again before the call,
-  see :func:`drop_added_nulls`), so optional arguments stay optional;
+  see :func:`~raider_sync.llm.drop_added_nulls`), so optional arguments stay optional;
 - local ``$ref``/``$defs`` are inlined; a recursive ``$ref`` or one to another document makes
   the tool non-strict;
-- ``oneOf`` becomes ``anyOf``, a one-branch ``allOf`` is merged;
+- ``oneOf`` becomes ``anyOf``, a one-branch ``allOf`` is merged, and an object with both its
+  own properties and ``anyOf``/``oneOf`` branches becomes a union of whole objects (its own
+  keywords merged into each branch);
 - constraints strict mode does not take (``minLength``, ``uniqueItems``, an unsupported
   ``format``...) are removed, which only loosens the schema; annotations (``default``,
   ``examples``, ``$schema``...) are removed silently;
 - what it cannot express (``not``, ``if``/``then``/``else``, ``patternProperties``, free-form
   objects, tuples, a multi-branch ``allOf``, a value of any type) makes the tool non-strict,
-  as does passing OpenAI's documented limits (5000 properties, 10 levels of objects, 1000 enum
-  values, 120000 characters of names and values).
+  as does passing one of OpenAI's documented limits (see :mod:`raider_sync.llm.limits`).
 """
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
 from ..errors import SchemaRefused
+from .limits import (OPENAI_LARGE_ENUM_VALUES, OPENAI_MAX_ENUM_VALUES,  # noqa: F401 - kept here too
+                     OPENAI_MAX_LARGE_ENUM_CHARS, OPENAI_MAX_OBJECT_DEPTH, OPENAI_MAX_PROPERTIES,
+                     OPENAI_MAX_STRING_CHARS, openai_limits_passed)
 
 #: bounds past which a tool is refused for every model format
 MAX_SCHEMA_DEPTH = 64          # nesting of objects and arrays in the JSON of the schema
 MAX_SCHEMA_NODES = 20000       # objects and arrays in the JSON of the schema
 MAX_SCHEMA_CHARS = 1000000     # characters of keys and strings
-
-#: OpenAI's documented limits for strict schemas: past them a tool is sent non-strict
-OPENAI_MAX_PROPERTIES = 5000
-OPENAI_MAX_OBJECT_DEPTH = 10
-OPENAI_MAX_ENUM_VALUES = 1000
-OPENAI_MAX_STRING_CHARS = 120000
 
 OPENAI_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname",
                             "ipv4", "ipv6", "uuid"})
@@ -57,6 +54,8 @@ _UNEXPRESSIBLE = ("not", "if", "then", "else", "dependentRequired", "dependentSc
                   "dependencies", "patternProperties", "prefixItems", "$dynamicRef",
                   "$recursiveRef")
 _TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+# the keywords of a schema beside anyOf/oneOf that hold in every branch: merged into them
+_SHARED = (_STRICT_KEYWORDS | {"format"}) - {"anyOf", "title", "description"}
 
 
 class NotStrict(Exception):
@@ -66,10 +65,13 @@ class NotStrict(Exception):
 @dataclass
 class StrictSchema:
     """The outcome of :func:`strict_schema`: the schema to send, whether it is strict, and
-    notes saying what was changed or why it is not strict."""
+    notes saying what was changed or why it is not strict. ``limits`` names the OpenAI limits
+    the converted schema passes when that is why it is not strict (empty otherwise): OpenAI
+    would refuse the whole request with such a schema sent strict."""
     schema: dict
     strict: bool
     notes: list[str] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
 
 
 # -- bounds ---------------------------------------------------------------------------------
@@ -183,13 +185,19 @@ def strict_schema(schema: Any) -> StrictSchema:
         if "anyOf" in root or "oneOf" in root:
             raise NotStrict("the root of the schema is a union (anyOf/oneOf)")
         converted = _strict_node(root, "", notes, is_root=True)
-        _check_openai_limits(converted)
+        if converted.get("type") not in ("object", ["object"]):
+            raise NotStrict("the root of the schema is not an object")
+        converted["type"] = "object"
     except NotStrict as exc:
         notes = [f"not strict: {exc}"]
         return StrictSchema(loose_schema(schema, notes), False, notes)
     except RecursionError:  # a schema within the bounds cannot get here; be safe all the same
         notes = ["not strict: the schema is too deep"]
         return StrictSchema(loose_schema(schema, notes), False, notes)
+    limits = openai_limits_passed(converted)
+    if limits:
+        notes = [f"not strict: {limit}" for limit in limits]
+        return StrictSchema(loose_schema(schema, notes), False, notes, limits)
     return StrictSchema(converted, True, notes)
 
 
@@ -257,8 +265,12 @@ def _strict_node(node: Any, where: str, notes: list[str], is_root: bool = False)
         branches = node.pop("allOf")
         if not isinstance(branches, list) or len(branches) != 1 or not isinstance(branches[0], dict):
             raise NotStrict(f"{here}: allOf with more than one schema")
-        node = {**branches[0], **node}
-        return _strict_node(node, where, notes, is_root)
+        merged = _merged(node, branches[0], here)
+        if merged is None:
+            raise NotStrict(f"{here}: allOf with a type its parent does not allow")
+        return _strict_node(merged, where, notes, is_root)
+    if "anyOf" in node and any(key in _SHARED for key in node):
+        node = _distributed(node, here, notes)
     out: dict[str, Any] = {}
     removed: list[str] = []
     for key, value in node.items():
@@ -294,12 +306,84 @@ def _strict_node(node: Any, where: str, notes: list[str], is_root: bool = False)
     return out
 
 
+def _distributed(node: dict, here: str, notes: list[str]) -> dict:
+    """``node``, which has ``anyOf`` beside keywords of its own, as an ``anyOf`` of whole
+    schemas: its own keywords merged into each branch. An object whose branches add
+    properties to its own can be expressed so (strict mode closes every object, so the
+    parent and the branches could not each list only their part)."""
+    branches = node["anyOf"]
+    if not isinstance(branches, list) or not branches:
+        raise NotStrict(f"{here}: anyOf is not a list of schemas")
+    own = {key: value for key, value in node.items() if key in _SHARED}
+    merged = []
+    for i, branch in enumerate(branches):
+        if not isinstance(branch, dict):
+            raise NotStrict(f"{here}/anyOf/{i}: a {branch!r} schema in a union")
+        both = _merged(own, branch, f"{here}/anyOf/{i}")
+        if both is not None:  # None: a branch its parent's type rules out
+            merged.append(both)
+    if not merged:
+        raise NotStrict(f"{here}: no branch of anyOf has a type its parent allows")
+    notes.append(f"{here}: {', '.join(sorted(own))} merged into each branch of anyOf")
+    return {**{key: value for key, value in node.items() if key not in _SHARED},
+            "anyOf": merged}
+
+
+def _merged(parent: dict, child: dict, here: str) -> dict | None:
+    """One schema that holds where both ``parent`` and ``child`` hold: the types they have
+    in common, the properties of both, the required names of both, the other keywords of
+    either (the parent's annotations win). None when they have no type in common. Raises
+    NotStrict when both constrain the same keyword (or property) differently."""
+    out = dict(child)
+    parent_types, child_types = _type_list(parent.get("type")), _type_list(child.get("type"))
+    if any(not isinstance(kind, str) for kind in [*(parent_types or []), *(child_types or [])]):
+        raise NotStrict(f"{here}: a type that is not a name")
+    if parent_types is not None and child_types is not None:
+        common: list = []
+        for kind in child_types:
+            if kind not in parent_types and {kind, *parent_types} >= {"integer", "number"}:
+                kind = "integer"  # an integer is a number: what both allow
+            elif kind not in parent_types:
+                continue
+            if kind not in common:
+                common.append(kind)
+        if not common:
+            return None
+        out["type"] = common[0] if len(common) == 1 else common
+    elif parent_types is not None:
+        out["type"] = parent["type"]
+    objects = "type" not in out or "object" in (_type_list(out["type"]) or [])
+    for key, value in parent.items():
+        if key == "type":
+            continue
+        if key in ("properties", "required", "additionalProperties") and not objects:
+            continue  # object keywords say nothing about a branch that is not an object
+        if key in ("title", "description") or key not in out:
+            out[key] = value
+        elif key == "properties" and isinstance(value, dict) and isinstance(out[key], dict):
+            clash = [name for name in value if name in out[key] and out[key][name] != value[name]]
+            if clash:
+                raise NotStrict(f"{here}: property {clash[0]!r} has two different schemas")
+            out[key] = {**value, **out[key]}
+        elif key == "required" and isinstance(value, list) and isinstance(out[key], list):
+            out[key] = list(dict.fromkeys([*value, *out[key]]))
+        elif key not in _ANNOTATIONS and out[key] != value:
+            raise NotStrict(f"{here}: {key!r} differs between a schema and its parent")
+    return out
+
+
+def _type_list(value: Any) -> list | None:
+    if value is None:
+        return None
+    return list(value) if isinstance(value, list) else [value]
+
+
 def _types_of(out: dict, here: str) -> list[str]:
     value = out.get("type")
     if value is None:
         return []
     types = value if isinstance(value, list) else [value]
-    if not types or any(t not in _TYPES for t in types):
+    if not types or any(not isinstance(t, str) or t not in _TYPES for t in types):
         raise NotStrict(f"{here}: unknown type {value!r}")
     return list(types)
 
@@ -319,10 +403,11 @@ def _strict_object(node: dict, out: dict, where: str, notes: list[str], is_root:
     required = node.get("required") or []
     if not isinstance(required, list):
         raise NotStrict(f"{here}: required is not a list")
+    names = {name for name in required if isinstance(name, str)}  # a set: 5000 properties are allowed
     converted: dict[str, Any] = {}
     for name, sub in (properties or {}).items():
         strict_sub = _strict_node(sub, f"{where}/properties/{name}", notes)
-        converted[name] = strict_sub if name in required else nullable(strict_sub)
+        converted[name] = strict_sub if name in names else nullable(strict_sub)
     out["properties"] = converted
     out["required"] = list(converted)
     out["additionalProperties"] = False
@@ -362,80 +447,3 @@ def accepts_null(schema: Any) -> bool:
         return None in schema["enum"]
     return any(accepts_null(b) for key in ("anyOf", "oneOf")
                for b in (schema.get(key) if isinstance(schema.get(key), list) else []))
-
-
-def _check_openai_limits(schema: dict) -> None:
-    """Raise NotStrict past OpenAI's documented limits for strict schemas."""
-    properties = enum_values = chars = 0
-    stack: list[tuple[Any, int]] = [(schema, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, list):
-            stack.extend((item, depth) for item in node)
-            continue
-        if not isinstance(node, dict):
-            continue
-        if isinstance(node.get("properties"), dict):
-            if depth > OPENAI_MAX_OBJECT_DEPTH:
-                raise NotStrict(f"objects nested deeper than {OPENAI_MAX_OBJECT_DEPTH} levels")
-            properties += len(node["properties"])
-            chars += sum(len(name) for name in node["properties"])
-            stack.extend((sub, depth + 1) for sub in node["properties"].values())
-        for key in ("enum", "const"):
-            if key in node:
-                values = node[key] if key == "enum" and isinstance(node[key], list) else [node[key]]
-                enum_values += len(values) if key == "enum" else 0
-                chars += sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in values)
-        for key in ("items", "anyOf"):
-            if key in node:
-                stack.append((node[key], depth))
-    if properties > OPENAI_MAX_PROPERTIES:
-        raise NotStrict(f"more than {OPENAI_MAX_PROPERTIES} properties")
-    if enum_values > OPENAI_MAX_ENUM_VALUES:
-        raise NotStrict(f"more than {OPENAI_MAX_ENUM_VALUES} enum values")
-    if chars > OPENAI_MAX_STRING_CHARS:
-        raise NotStrict(f"more than {OPENAI_MAX_STRING_CHARS} characters of names and values")
-
-
-# -- back to the tool ---------------------------------------------------------------------
-
-def drop_added_nulls(arguments: Any, schema: Any) -> Any:
-    """``arguments`` without the nulls strict mode made the model send: a null for a property
-    the tool's own ``schema`` neither requires nor declares nullable is removed, at any depth
-    (through properties, items and local ``$ref``). Returns a new value; the given one is
-    not changed."""
-    return _drop(arguments, schema, schema if isinstance(schema, dict) else {}, 0)
-
-
-def _drop(value: Any, schema: Any, root: dict, depth: int) -> Any:
-    if depth > MAX_SCHEMA_DEPTH or not isinstance(schema, dict):
-        return value
-    schema = resolve_local(root, schema)
-    if isinstance(value, dict):
-        branch = _object_branch(schema, root)
-        if branch is None:
-            return value
-        properties = branch.get("properties") if isinstance(branch.get("properties"), dict) else {}
-        required = branch.get("required") if isinstance(branch.get("required"), list) else []
-        out = {}
-        for key, item in value.items():
-            sub = resolve_local(root, properties.get(key))
-            if item is None and key not in required and not accepts_null(sub):
-                continue
-            out[key] = _drop(item, sub, root, depth + 1)
-        return out
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [_drop(item, schema["items"], root, depth + 1) for item in value]
-    return value
-
-
-def _object_branch(schema: dict, root: dict) -> dict | None:
-    """The object schema a dict value is checked against: ``schema`` itself, or its only
-    object branch of anyOf/oneOf/allOf."""
-    if "properties" in schema or schema.get("type") == "object":
-        return schema
-    branches = [resolve_local(root, b) for key in ("anyOf", "oneOf", "allOf")
-                for b in (schema.get(key) if isinstance(schema.get(key), list) else [])]
-    objects = [b for b in branches if isinstance(b, dict)
-               and ("properties" in b or b.get("type") == "object")]
-    return objects[0] if len(objects) == 1 else None

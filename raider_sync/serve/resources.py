@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..threads.timeouts import seconds
 from ..config import find_named
 from ..errors import NotConnected, RaiderError, RequestTimeout, UnknownServer
 from ..threads.futures import all_done, failed, resolved, then
@@ -68,7 +69,7 @@ class Resources:
             raise TypeError("servers must be a callable returning the servers, "
                             "e.g. lambda: hub.clients")
         self._servers = servers
-        self.timeout = timeout
+        self.timeout = None if timeout is None else seconds(timeout, 0.0, method="Resources")
         self.tool_server_name = tool_server_name
         self._tool_server: ToolServer | None = None
         self._lock = threading.Lock()
@@ -107,6 +108,11 @@ class Resources:
             raise RaiderError(f'Server "{server.name}" does not support resources')
         return server
 
+    def _timeout(self, timeout: Any, method: str) -> float | None:
+        """``timeout`` checked (see :func:`raider_sync.threads.timeouts.seconds`); None: the one this
+        object was given, which may be None too (then each server's call timeout)."""
+        return self.timeout if timeout is None else seconds(timeout, 0.0, method=method)
+
     # -- list ----------------------------------------------------------------------------
 
     def list_f(self, server: str | None = None) -> Future:
@@ -126,7 +132,8 @@ class Resources:
     def list(self, server: str | None = None, *, timeout: float | None = None) -> list[dict]:
         """Blocking :meth:`list_f`. Raises UnknownServer, or RequestTimeout when the listing
         takes longer than ``timeout`` s (default: the ``timeout`` given, else 60)."""
-        return _wait(self.list_f(server), timeout or self.timeout or _DEFAULT_TIMEOUT_S,
+        bound = self._timeout(timeout, "Resources.list")
+        return _wait(self.list_f(server), _DEFAULT_TIMEOUT_S if bound is None else bound,
                      "listing the resources")
 
     # -- read ----------------------------------------------------------------------------
@@ -139,24 +146,25 @@ class Resources:
         what the read failed with (McpError for the server's error answer, RequestTimeout
         after ``timeout`` s, default the server's call timeout)."""
         try:
+            bound = self._timeout(timeout, "Resources.read_f")
             target = self._readable(server)
             if uri.startswith("skill://") and hasattr(target, "list_skills_f"):
-                inner = _skill_read_f(target, uri, timeout or self.timeout)
+                inner = _skill_read_f(target, uri, bound)
             else:
-                inner = target.read_resource_f(uri, timeout=timeout or self.timeout)
+                inner = target.read_resource_f(uri, timeout=bound)
         except Exception as exc:  # noqa: BLE001 - the future carries every failure
             return failed(exc)
         return then(inner, contents_text)
 
     def read(self, server: str, uri: str, *, timeout: float | None = None) -> str:
         """Blocking :meth:`read_f`; raises what it fails with."""
-        seconds = timeout or self.timeout
-        if seconds is None:
+        bound = wait = self._timeout(timeout, "Resources.read")
+        if wait is None:
             try:
-                seconds = self.server(server).call_timeout
+                wait = self.server(server).call_timeout
             except (UnknownServer, AttributeError):
-                seconds = _DEFAULT_TIMEOUT_S
-        return _wait(self.read_f(server, uri, timeout=timeout), seconds, f"reading {uri}")
+                wait = _DEFAULT_TIMEOUT_S
+        return _wait(self.read_f(server, uri, timeout=bound), wait, f"reading {uri}")
 
     # -- attachments ---------------------------------------------------------------------
 
@@ -183,8 +191,13 @@ class Resources:
         return found
 
     def attachments_f(self, prompt: str, *, timeout: float | None = None) -> Future:
-        """A future of :meth:`attachments`; never fails. The mentions are read in parallel."""
-        return self._attachments_f(self.mentions(prompt), timeout)
+        """A future of :meth:`attachments`; fails only with InvalidArgument for a bad
+        ``timeout``. The mentions are read in parallel."""
+        try:
+            bound = self._timeout(timeout, "Resources.attachments_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return self._attachments_f(self.mentions(prompt), bound)
 
     def attachments(self, prompt: str, *, timeout: float | None = None) -> list[str]:
         """For each distinct ``@server:scheme://path`` of ``prompt`` that names a connected
@@ -193,11 +206,12 @@ class Resources:
         sentence punctuation at its end is tried off when the whole does not read. A mention
         that names no such server, or does not read, stays text (gives no attachment).
         ``timeout`` bounds each read (default: the server's call timeout)."""
+        bound = self._timeout(timeout, "Resources.attachments")
         mentions = self.mentions(prompt)
         tries = max([len(uris) for _, uris in mentions] or [1])
-        reads = [timeout or self.timeout or getattr(server, "call_timeout", _DEFAULT_TIMEOUT_S)
+        reads = [bound if bound is not None else getattr(server, "call_timeout", _DEFAULT_TIMEOUT_S)
                  for server, _ in mentions]
-        return _wait(self._attachments_f(mentions, timeout), tries * max(reads or [0.0]),
+        return _wait(self._attachments_f(mentions, bound), tries * max(reads or [0.0]),
                      "reading the mentioned resources")
 
     def _attachments_f(self, mentions: list[tuple[Any, list[str]]],
@@ -406,5 +420,5 @@ def _skill_read_f(server: Any, uri: str, timeout: float | None) -> Future:
     """A skill file read and checked against the skill's entry (SkillRejected if it differs)."""
     from ..threads.futures import run_in_thread
     from ..client.skills import read_verified
-    seconds = timeout or server.call_timeout
-    return run_in_thread(lambda: read_verified(server, uri, seconds), f"raider-{server.key}-skill")
+    bound = timeout if timeout is not None else server.call_timeout
+    return run_in_thread(lambda: read_verified(server, uri, bound), f"raider-{server.key}-skill")

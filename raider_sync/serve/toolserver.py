@@ -29,8 +29,9 @@ from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ValidationError, create_model
 
+from ..threads.timeouts import seconds
 from ..config import normalize_name
-from ..errors import McpError, NotConnected, ToolTimeout, UnknownTool
+from ..errors import McpError, NotConnected, RaiderError, ToolTimeout, UnknownTool
 from ..threads.futures import Deadlines, failed, resolved, then, wait_bounded
 from ..client.launch import DEFAULT_CALL_TIMEOUT_S
 from ..client.results import ToolResult, text_result
@@ -112,7 +113,8 @@ class ToolServer:
         self.key = normalize_name(name)
         self.instructions = instructions
         self.version = version
-        self.call_timeout = call_timeout
+        self.call_timeout = seconds(call_timeout, DEFAULT_CALL_TIMEOUT_S, "call_timeout",
+                                    "ToolServer")
         self.server_info = {"name": name, "version": version}
         self.warnings: list[str] = []
         self.on_tools_changed: Callable[["ToolServer"], None] | None = None
@@ -163,13 +165,16 @@ class ToolServer:
         return resolved(self.list_tools())
 
     def list_tools(self, timeout: float | None = None) -> list[dict]:
-        """The tool definitions: name, description, inputSchema (copies)."""
+        """The tool definitions: name, description, inputSchema (copies). Nothing waits:
+        ``timeout`` is only checked, as every method's is."""
+        seconds(timeout, self.call_timeout, method="ToolServer.list_tools")
         return [tool.definition() for tool in list(self._tools.values())]
 
     def start_f(self) -> Future:
         return resolved(self)
 
     def initialize(self, timeout: float | None = None) -> "ToolServer":
+        seconds(timeout, self.call_timeout, method="ToolServer.initialize")
         return self
 
     def stop(self) -> None:
@@ -256,10 +261,14 @@ class ToolServer:
         exceptions are ``isError`` results (ToolError when ``raise_on_error``).
         ``on_progress(progress, total, message)`` receives what a handler with a ``progress``
         parameter reports."""
-        future = self._call_tool_f(name, arguments, timeout, on_progress)
+        try:
+            bound = seconds(timeout, self.call_timeout, method="ToolServer.call_tool_f")
+        except RaiderError as exc:
+            return failed(exc)
+        future = self._call_tool_f(name, arguments, bound, on_progress)
         return then(future, ToolResult.raise_for_error) if raise_on_error else future
 
-    def _call_tool_f(self, name: str, arguments: dict | None, timeout: float | None,
+    def _call_tool_f(self, name: str, arguments: dict | None, bound: float,
                      on_progress) -> Future:
         if self._closed:
             return failed(NotConnected(f"tool server {self.name!r} is closed"))
@@ -271,9 +280,8 @@ class ToolServer:
         except _InvalidArguments as exc:
             return resolved(error_result(str(exc)))
         future = then(self._run(call, f"raider-{self.key}-tool"), _as_result)
-        seconds = timeout if timeout is not None else self.call_timeout
-        self._deadlines.watch(future, seconds, lambda: ToolTimeout(
-            f"tool {name} timed out after {seconds:g} s"))
+        self._deadlines.watch(future, bound, lambda: ToolTimeout(
+            f"tool {name} timed out after {bound:g} s"))
         return future
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
@@ -281,10 +289,10 @@ class ToolServer:
                   raise_on_error: bool = False) -> dict:
         """Blocking :meth:`call_tool_f`. Raises ToolTimeout after ``timeout`` s (default
         :attr:`call_timeout`); the handler itself cannot be interrupted."""
-        seconds = timeout if timeout is not None else self.call_timeout
-        return wait_bounded(self.call_tool_f(name, arguments, timeout=seconds,
+        bound = seconds(timeout, self.call_timeout, method="ToolServer.call_tool")
+        return wait_bounded(self.call_tool_f(name, arguments, timeout=bound,
                                              on_progress=on_progress,
-                                             raise_on_error=raise_on_error), seconds)
+                                             raise_on_error=raise_on_error), bound)
 
     def _prepare(self, tool: LocalTool, arguments: dict,
                  on_progress: Callable | None = None) -> Callable[[], Any]:
@@ -344,6 +352,7 @@ class ToolServer:
         return bool(self._prompts)
 
     def list_resources(self, timeout: float | None = None) -> list[dict]:
+        seconds(timeout, self.call_timeout, method="ToolServer.list_resources")
         return [r.definition() for r in list(self._resources.values())]
 
     def list_resources_f(self) -> Future:
@@ -352,6 +361,7 @@ class ToolServer:
     def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
         """The contents of a resource: ``[{uri, mimeType, text | blob}]``. Raises McpError
         -32002 for an unknown uri."""
+        seconds(timeout, self.call_timeout, method="ToolServer.read_resource")
         resource = self._resources.get(uri)
         if resource is None:
             raise McpError(-32002, f"Resource not found: {uri}")
@@ -367,11 +377,13 @@ class ToolServer:
 
     def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
         try:
+            seconds(timeout, self.call_timeout, method="ToolServer.read_resource_f")
             return resolved(self.read_resource(uri))
         except Exception as exc:  # noqa: BLE001
             return failed(exc)
 
     def list_prompts(self, timeout: float | None = None) -> list[dict]:
+        seconds(timeout, self.call_timeout, method="ToolServer.list_prompts")
         return [p.definition() for p in list(self._prompts.values())]
 
     def list_prompts_f(self) -> Future:
@@ -379,6 +391,7 @@ class ToolServer:
 
     def get_prompt(self, name: str, arguments: dict | None = None, *,
                    timeout: float | None = None) -> dict:
+        seconds(timeout, self.call_timeout, method="ToolServer.get_prompt")
         prompt = self._prompts.get(name)
         if prompt is None:
             raise McpError(-32602, f"Unknown prompt: {name}")
@@ -392,6 +405,7 @@ class ToolServer:
 
     def get_prompt_f(self, name: str, arguments: dict | None = None, **kw) -> Future:
         try:
+            seconds(kw.get("timeout"), self.call_timeout, method="ToolServer.get_prompt_f")
             return resolved(self.get_prompt(name, arguments))
         except Exception as exc:  # noqa: BLE001
             return failed(exc)

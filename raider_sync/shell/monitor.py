@@ -26,6 +26,7 @@ import threading
 import time
 from concurrent.futures import Future
 
+from ..threads.timeouts import poll_seconds
 from . import keeper
 from .output import OutputFile
 from .shells import exit_code_of, signal_group
@@ -145,7 +146,9 @@ class Monitor:
                     pass
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` s for the monitor to end; True if it has."""
+        """Wait up to ``timeout`` s for the monitor to end (None: until it has; 0: not at
+        all); True if it has."""
+        timeout = poll_seconds(timeout, method="Monitor.join")
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)

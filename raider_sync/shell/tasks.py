@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 from xml.sax.saxutils import escape
 
+from ..threads.timeouts import poll_seconds
+
 log = logging.getLogger("raider_sync.shell")
 
 RUNNING = "running"
@@ -185,7 +187,9 @@ class Tasks:
         """Take every notification waiting for ``recipient`` (oldest first).
 
         With ``block``, wait for the first one up to ``timeout`` seconds (None: until one
-        comes); an empty list means none came in time."""
+        comes; 0: not at all); an empty list means none came in time. Raises InvalidArgument
+        for a negative, NaN or infinite ``timeout``, a bool or a non-number."""
+        timeout = poll_seconds(timeout, method="Tasks.notifications")
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
             queue = self._queues[recipient]

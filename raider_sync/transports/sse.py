@@ -84,7 +84,7 @@ class LegacySseTransport(Transport):
                                             name=f"raider-{self.name}-sse", daemon=True)
             self._reader.start()
             if not self._endpoint_known.wait(max(0.0, deadline - time.monotonic())):
-                waited = timeout or DEFAULT_START_TIMEOUT
+                waited = timeout if timeout is not None else DEFAULT_START_TIMEOUT
                 raise TransportError(f"MCP server {self.name!r} sent no endpoint event within "
                                      f"{waited:g} s (if the URL is a Streamable HTTP endpoint, "
                                      f"use \"type\": \"http\")")

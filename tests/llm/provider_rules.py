@@ -6,7 +6,9 @@ structured-outputs#supported-schemas), for ``"strict": true``: the root is an ob
 ``required``; the keywords are the supported ones (types string, number, boolean, integer,
 object, array, enum, anyOf; string ``pattern`` and ``format`` from a fixed list; number
 ``multipleOf``/``maximum``/``exclusiveMaximum``/``minimum``/``exclusiveMinimum``; array
-``minItems``/``maxItems``); at most 5000 properties, 10 levels of objects, 1000 enum values.
+``minItems``/``maxItems``); at most 5000 properties, 10 levels of objects, 1000 enum values,
+120,000 characters of property names, enum values and const values, and, in one enum of more
+than 250 values, 15,000 characters of string values.
 Function names (API reference, ``function.name``): a-z, A-Z, 0-9, underscores and dashes, at
 most 64 characters.
 
@@ -16,6 +18,7 @@ Anthropic, Messages API, tool definitions: ``name`` matches ``^[a-zA-Z0-9_-]{1,6
 """
 from __future__ import annotations
 
+import json
 import re
 
 from jsonschema import Draft202012Validator
@@ -33,7 +36,7 @@ def strict_problems(schema: dict) -> list[str]:
     problems: list[str] = []
     if schema.get("type") != "object" or "anyOf" in schema:
         problems.append("(root): not a plain object")
-    counts = {"properties": 0, "enum": 0}
+    counts = {"properties": 0, "enum": 0, "chars": 0}
 
     def visit(node, where: str, depth: int) -> None:
         if not isinstance(node, dict):
@@ -59,19 +62,30 @@ def strict_problems(schema: dict) -> list[str]:
             if sorted(node.get("required") or []) != sorted(properties):
                 problems.append(f"{where}: required is not every property")
             counts["properties"] += len(properties)
+            counts["chars"] += sum(len(name) for name in properties)
             for name, sub in properties.items():
                 visit(sub, f"{where}/properties/{name}", depth + 1)
         if "array" in types:
             visit(node.get("items"), f"{where}/items", depth)
         for i, branch in enumerate(node.get("anyOf") or []):
             visit(branch, f"{where}/anyOf/{i}", depth)
-        counts["enum"] += len(node.get("enum") or [])
+        enum = node.get("enum") or []
+        counts["enum"] += len(enum)
+        strings = sum(len(v) for v in enum if isinstance(v, str))
+        counts["chars"] += strings + sum(len(json.dumps(v)) for v in enum if not isinstance(v, str))
+        if len(enum) > 250 and strings > 15000:
+            problems.append(f"{where}: an enum of {len(enum)} values with {strings} characters")
+        if "const" in node:
+            const = node["const"]
+            counts["chars"] += len(const) if isinstance(const, str) else len(json.dumps(const))
 
     visit(schema, "", 1)
     if counts["properties"] > 5000:
         problems.append("more than 5000 properties")
     if counts["enum"] > 1000:
         problems.append("more than 1000 enum values")
+    if counts["chars"] > 120000:
+        problems.append("more than 120000 characters of names and values")
     Draft202012Validator.check_schema(schema)
     return problems
 

@@ -20,6 +20,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterator
 
+from ...threads.timeouts import poll_seconds
 from ...errors import SubscriptionEnded
 from .modern import META_SUBSCRIPTION
 
@@ -82,13 +83,16 @@ class Subscription:
         return self.reason is not None
 
     def wait_acknowledged(self, timeout: float) -> bool:
-        """Block until the server acknowledged the filter (at most ``timeout`` s)."""
-        return self._acked.wait(timeout)
+        """Block until the server acknowledged the filter (at most ``timeout`` s; 0: only
+        look). Raises InvalidArgument for a ``timeout`` :meth:`next` refuses."""
+        return self._acked.wait(poll_seconds(timeout, method="Subscription.wait_acknowledged"))
 
     def next(self, timeout: float) -> dict | None:
-        """The next notification ``{method, params}``, blocking at most ``timeout`` s; None
-        when none came. Raises SubscriptionEnded once the stream ended and all it delivered
-        has been taken."""
+        """The next notification ``{method, params}``, blocking at most ``timeout`` s (0:
+        only one already here; None: until one comes or the subscription ends); None when
+        none came. Raises SubscriptionEnded once the stream ended and all it delivered has
+        been taken; InvalidArgument for a negative, NaN or infinite ``timeout``."""
+        timeout = poll_seconds(timeout, method="Subscription.next")
         try:
             item = self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -99,8 +103,12 @@ class Subscription:
         return item
 
     def events(self, timeout: float = 60.0) -> Iterator[dict]:
-        """The notifications as they come; stops after ``timeout`` s without one, or when
-        the subscription ends."""
+        """The notifications as they come; stops after ``timeout`` s without one (0: once
+        none is waiting), or when the subscription ends. Raises InvalidArgument at once for
+        a ``timeout`` :meth:`next` refuses."""
+        return self._events(poll_seconds(timeout, method="Subscription.events"))
+
+    def _events(self, timeout: float | None) -> Iterator[dict]:
         while True:
             try:
                 item = self.next(timeout)
