@@ -9,10 +9,10 @@ _moved.install()
 
 from .config import McpConfig, RestartPolicy, ServerSpec, tool_name  # noqa: E402
 from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
-                     InvalidArgument, McpError, NotConnected, RaiderError, RequestTimeout,
-                     SchemaRefused, SkillRejected, StructuredContentError, SubscriptionEnded,
-                     ToolError, ToolTimeout, TransportError, UnknownServer, UnknownTool,
-                     UnsupportedProtocol)
+                     InvalidArgument, LostInFlight, McpError, NotConnected, RaiderError,
+                     RequestTimeout, SchemaRefused, SkillRejected, StructuredContentError,
+                     SubscriptionEnded, ToolError, ToolTimeout, TransportError, UnknownServer,
+                     UnknownTool, UnsupportedProtocol)
 from .client.hub import McpHub, ReloadResult  # noqa: E402
 from .serve.resources import Resources  # noqa: E402
 from .client.results import ToolResult  # noqa: E402
@@ -29,6 +29,7 @@ __all__ = [
     "ConnectionClosed",
     "ConsentRequired",
     "InvalidArgument",
+    "LostInFlight",
     "McpConfig",
     "McpError",
     "McpHub",
