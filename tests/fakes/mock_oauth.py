@@ -21,6 +21,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 class _Threaded(ThreadingMixIn, WSGIServer):
     daemon_threads = True
+    # socketserver's 5 is no backlog for tests that connect from 20 threads at once
+    request_queue_size = 128
 
 
 class _Quiet(WSGIRequestHandler):
