@@ -44,7 +44,10 @@ class Workers(Executor):
                 raise RuntimeError("cannot schedule new futures after shutdown")
             self._queue.append((future, fn, args, kwargs))
             if len(self._queue) > self._waiting and len(self._threads) < self._max:
-                thread = threading.Thread(target=self._work, daemon=True,
+                # the new thread takes the oldest task along: it starts on it at once, as a
+                # ThreadPoolExecutor's does, instead of first waiting for this lock
+                thread = threading.Thread(target=self._work, args=(self._queue.popleft(),),
+                                          daemon=True,
                                           name=f"{self._prefix}_{next(self._numbers)}")
                 self._threads.add(thread)
                 thread.start()
@@ -69,27 +72,36 @@ class Workers(Executor):
                 if thread is not threading.current_thread():
                     thread.join()
 
-    def _work(self) -> None:
+    def _work(self, task: tuple | None) -> None:
         me = threading.current_thread()
         try:
             if self._initializer is not None:
-                self._initializer()
+                try:
+                    self._initializer()
+                except BaseException:
+                    with self._cond:  # the task it took along waits for another thread
+                        self._queue.appendleft(task)
+                        self._cond.notify()
+                    raise
             while True:
-                with self._cond:
-                    idle_until = time.monotonic() + IDLE_SECONDS
-                    while not self._queue:
-                        left = idle_until - time.monotonic()
-                        if self._shutdown or left <= 0:
-                            # gone from the set under the same lock: a submit from now on
-                            # starts a thread of its own instead of counting on this one
-                            self._threads.discard(me)
-                            return
-                        self._waiting += 1
-                        try:
-                            self._cond.wait(left)
-                        finally:
-                            self._waiting -= 1
-                    future, fn, args, kwargs = self._queue.popleft()
+                if task is None:
+                    with self._cond:
+                        idle_until = time.monotonic() + IDLE_SECONDS
+                        while not self._queue:
+                            left = idle_until - time.monotonic()
+                            if self._shutdown or left <= 0:
+                                # gone from the set under the same lock: a submit from now
+                                # on starts a thread of its own instead of counting on this one
+                                self._threads.discard(me)
+                                return
+                            self._waiting += 1
+                            try:
+                                self._cond.wait(left)
+                            finally:
+                                self._waiting -= 1
+                        task = self._queue.popleft()
+                future, fn, args, kwargs = task
+                task = None
                 if not future.set_running_or_notify_cancel():
                     continue
                 try:
