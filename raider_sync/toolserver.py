@@ -23,7 +23,7 @@ import inspect
 import json
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -34,6 +34,7 @@ from .errors import McpError, NotConnected, ToolTimeout, UnknownTool
 from .futures import Deadlines, failed, resolved, then, wait_bounded
 from .launch import DEFAULT_CALL_TIMEOUT_S
 from .results import ToolResult
+from .workers import Workers
 
 log = logging.getLogger("raider_sync.toolserver")
 
@@ -99,9 +100,10 @@ class LocalPrompt:
 class ToolServer:
     """In-process tools with the methods of a connected McpServer.
 
-    Handlers run on a small pool owned by this object (``max_workers``); a handler may also
-    return a ``Future``, which is then awaited without taking a pool thread. :meth:`close`
-    joins the pool. ``on_tools_changed(server)`` is told when tools are added or removed.
+    Handlers run on a small pool owned by this object (``max_workers``), whose threads end
+    after half a second without work; a handler may also return a ``Future``, which is then
+    awaited without taking a pool thread. :meth:`close` joins the pool.
+    ``on_tools_changed(server)`` is told when tools are added or removed.
     """
 
     transport = "local"
@@ -125,7 +127,7 @@ class ToolServer:
         self._prompts: dict[str, LocalPrompt] = {}
         self._lock = threading.Lock()
         self._max_workers = max_workers
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Workers | None = None
         self._deadlines = Deadlines(self.key)
         self._closed = False
 
@@ -323,7 +325,7 @@ class ToolServer:
 
         with self._lock:
             if self._pool is None and not self._closed:  # never a new pool after close()
-                self._pool = ThreadPoolExecutor(self._max_workers, name)
+                self._pool = Workers(self._max_workers, name)
             pool = self._pool
         try:
             if pool is None:

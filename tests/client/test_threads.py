@@ -1,5 +1,6 @@
-"""The thread economy: one thread per idle stdio server, none left after a stop, the shared
-timer and idle pool threads that end by themselves, and a long line held within its bound."""
+"""The thread economy: one thread per idle stdio server, one per idle HTTP server, none left
+after a stop, the shared timer and idle pool threads that end by themselves (after a burst
+too), and a long line held within its bound."""
 from __future__ import annotations
 
 import sys
@@ -9,8 +10,9 @@ from concurrent.futures import CancelledError
 
 import pytest
 from conftest import SDK_SERVER, config_of, poll
+from fakes.http_peers import HttpPeer
 
-from raider_sync import McpHub, timer
+from raider_sync import McpHub, McpServer, ToolServer, timer
 from raider_sync.transports.base import LineSplitter, MessageTooLong
 from raider_sync.transports.stdio import StdioTransport
 from raider_sync.workers import Workers
@@ -39,6 +41,49 @@ def test_an_idle_stdio_server_keeps_one_thread_and_a_stop_leaves_none():
         assert idle == [f"raider-{name}-reader" for name in names]
         assert hub.call_tool(f"mcp__{names[0]}__echo", {"message": "again"})  # still usable
     assert threads_of(prefixes) == []  # stop joins what each server owns
+
+
+def test_an_idle_http_server_keeps_its_listen_thread_only_after_a_burst():
+    peer = HttpPeer.sdk().start()  # every answer an event stream, read by a stream worker
+    server = McpServer(peer.spec("burst"), protocol="legacy")
+    try:
+        server.start_f().result(WAIT)
+        assert server.status == "connected", server.reason
+        calls = [server.call_tool_f("mcp__burst__slow", {"seconds": 1, "steps": 1}, timeout=WAIT)
+                 for _ in range(24)]
+        poll(lambda: len(threads_of(["raider-burst-stream"])) > 1, WAIT,
+             "streams read by several workers at once")
+        for call in calls:
+            assert call.result(WAIT)["content"][0]["text"] == "slept 1.0"
+        # idle: the session's and the stream readers' threads end; the GET stream stays
+        poll(lambda: threads_of(["raider-burst-"]) == ["raider-burst-listen"], WAIT,
+             "one thread for the idle HTTP server")
+        assert server.call_tool("mcp__burst__echo", {"message": "again"})  # still usable
+    finally:
+        server.stop()
+        peer.close()
+    assert threads_of(["raider-burst-"]) == []
+
+
+def test_an_idle_tool_server_keeps_no_thread_after_a_burst():
+    barrier = threading.Barrier(8, timeout=WAIT)
+    ran_on: set[str] = set()
+
+    def meet() -> str:
+        ran_on.add(threading.current_thread().name)
+        return str(barrier.wait())
+
+    with ToolServer("burst tools") as tools:  # its pool: 8 threads
+        tools.add_tool("meet", meet)
+        tools.add_tool("echo", lambda message: message)
+        calls = [tools.call_tool_f("meet") for _ in range(8)]
+        assert sorted(call.result(WAIT)["content"][0]["text"] for call in calls) == [
+            str(n) for n in range(8)]
+        assert len(ran_on) == 8 and all(name.startswith(f"raider-{tools.key}-tool")
+                                        for name in ran_on)
+        poll(lambda: not threads_of([f"raider-{tools.key}-"]), WAIT, "the idle tool threads gone")
+        assert tools.call_tool("echo", {"message": "again"})["content"][0]["text"] == "again"
+    assert threads_of([f"raider-{tools.key}-"]) == []
 
 
 def test_the_timer_thread_ends_once_nothing_is_scheduled():
