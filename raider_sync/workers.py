@@ -4,6 +4,10 @@
 returns a Future; ``shutdown(wait, cancel_futures=...)``; threads named ``<prefix>_<n>``),
 except that a thread which finds no work for :data:`IDLE_SECONDS` ends, and the next ``submit``
 starts one again. With ``max_workers=1`` tasks run one at a time, in the order submitted.
+
+A :class:`Lane` is a queue of tasks with a bound of its own that runs on a shared
+``Workers``: an owner with several kinds of work (each with its order and its bound) keeps one
+pool, whose idle threads serve whichever kind comes next, and joins that one pool.
 """
 from __future__ import annotations
 
@@ -115,3 +119,63 @@ class Workers(Executor):
             with self._cond:
                 self._threads.discard(me)
             raise
+
+
+class Lane(Executor):
+    """Tasks run on ``pool``, at most ``limit`` at a time, taken in the order submitted (with
+    ``limit=1``, each after the one before). A lane has no thread of its own: work queued in
+    it waits only for its own tasks, never for another lane's, as long as the pool's
+    ``max_workers`` is at least the sum of its lanes' limits. The pool's owner joins the pool."""
+
+    def __init__(self, pool: Workers, limit: int):
+        self._pool = pool
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._queue: collections.deque = collections.deque()
+        self._running = 0  # tasks of the pool taking this lane's work
+        self._shutdown = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Queue ``fn(*args, **kwargs)``; a future of its result. Raises RuntimeError after
+        :meth:`shutdown`, or once the pool is shut down."""
+        future: Future = Future()
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._queue.append((future, fn, args, kwargs))
+            if self._running < self._limit:
+                try:
+                    self._pool.submit(self._drain)
+                except RuntimeError:
+                    self._queue.pop()
+                    raise
+                self._running += 1
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Take no more tasks; with ``cancel_futures`` drop (and cancel) the queued ones,
+        else they still run. Never waits, whatever ``wait`` says: join the pool."""
+        with self._lock:
+            self._shutdown = True
+            dropped = list(self._queue) if cancel_futures else []
+            if cancel_futures:
+                self._queue.clear()
+        for future, *_ in dropped:
+            future.cancel()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._running -= 1
+                    return
+                future, fn, args, kwargs = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - the future carries it
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+            del future, fn, args, kwargs

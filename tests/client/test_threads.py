@@ -15,7 +15,7 @@ from fakes.http_peers import HttpPeer
 from raider_sync import McpHub, McpServer, ToolServer, timer
 from raider_sync.transports.base import LineSplitter, MessageTooLong
 from raider_sync.transports.stdio import StdioTransport
-from raider_sync.workers import Workers
+from raider_sync.workers import Lane, Workers
 
 SERVERS = 3
 WAIT = 30.0
@@ -139,6 +139,51 @@ def test_a_pool_shutdown_cancels_queued_work_and_refuses_more():
         pool.submit(lambda: None)
     pool.shutdown()
     assert not threads_of(["test-shut-pool"])
+
+
+def test_lanes_on_one_pool_keep_their_bounds_and_order_and_never_wait_for_each_other():
+    pool = Workers(3, "test-lane-pool")
+    wide, narrow = Lane(pool, 2), Lane(pool, 1)
+    release = threading.Event()
+    lock = threading.Lock()
+    running, most = [0], [0]
+
+    def hold() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        release.wait(WAIT)
+        with lock:
+            running[0] -= 1
+
+    try:
+        held = [wide.submit(hold) for _ in range(5)]
+        poll(lambda: running[0] == 2, WAIT, "the wide lane at its bound")
+        order: list[int] = []
+        # the wide lane is full and has work queued: the narrow one runs anyway, in order
+        assert [narrow.submit(order.append, n).result(WAIT) for n in range(3)] == [None] * 3
+        futures = [narrow.submit(order.append, n) for n in range(3, 30)]
+        futures[-1].result(WAIT)
+        assert order == list(range(30))
+        assert running[0] == 2  # the wide lane's queued tasks still wait for its own
+        release.set()
+        for future in held:
+            assert future.result(WAIT) is None
+        assert most[0] == 2
+        assert len(threads_of(["test-lane-pool"])) <= 3
+        queued = [narrow.submit(release.wait, WAIT) for _ in range(2)]
+        narrow.shutdown(cancel_futures=True)
+        with pytest.raises(RuntimeError):
+            narrow.submit(lambda: None)
+        assert wide.submit(lambda: 42).result(WAIT) == 42  # one lane's end is not the pool's
+        assert all(future.cancelled() or future.result(WAIT) for future in queued)
+        poll(lambda: not threads_of(["test-lane-pool"]), WAIT, "the idle lane threads gone")
+    finally:
+        release.set()
+        pool.shutdown()
+    with pytest.raises(RuntimeError):
+        wide.submit(lambda: None)  # the pool is shut down
+    assert not threads_of(["test-lane-pool"])
 
 
 def test_a_line_over_the_limit_is_refused_with_at_most_the_limit_held():
