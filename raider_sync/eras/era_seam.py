@@ -333,6 +333,8 @@ class EraSeam:
         self.server._fetch_tools(seconds)
 
     def _input_pool(self) -> Workers:
+        # the server's own, not a lane of its session's pool: input handlers (a person
+        # answering an elicitation) and relistens outlive a connection; 4 at once
         if self._pool is None:
             self._pool = Workers(4, f"raider-{self.server.key}-input")
             if self._closed:

@@ -108,6 +108,8 @@ class StreamableHttpTransport(Transport):
         self._closed = False
         self._close_lock = threading.Lock()
         self._local = threading.local()
+        # the transport's own: it knows nothing of the session above it, and its close joins
+        # these readers before the session's threads are joined
         self._readers = Workers(stream_workers, f"raider-{name}-stream",
                                 initializer=self._mark_reader)
         self._listener: threading.Thread | None = None
