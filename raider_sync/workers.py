@@ -43,10 +43,16 @@ class Workers(Executor):
         """Queue ``fn(*args, **kwargs)``; a future of its result. Raises RuntimeError after
         :meth:`shutdown`."""
         future: Future = Future()
+        self._put((future, fn, args, kwargs))
+        return future
+
+    def _put(self, task: tuple) -> None:
+        """Queue ``task`` (future, fn, args, kwargs); a task without a future is a
+        :class:`Lane`'s drain, which keeps its own tasks' outcomes."""
         with self._cond:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            self._queue.append((future, fn, args, kwargs))
+            self._queue.append(task)
             if len(self._queue) > self._waiting and len(self._threads) < self._max:
                 # the new thread takes the oldest task along: it starts on it at once, as a
                 # ThreadPoolExecutor's does, instead of first waiting for this lock
@@ -57,7 +63,6 @@ class Workers(Executor):
                 thread.start()
             else:
                 self._cond.notify()
-        return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Take no more tasks; with ``cancel_futures`` drop (and cancel) the queued ones,
@@ -70,7 +75,8 @@ class Workers(Executor):
             threads = list(self._threads)
             self._cond.notify_all()
         for future, *_ in dropped:
-            future.cancel()
+            if future is not None:
+                future.cancel()
         if wait:
             for thread in threads:
                 if thread is not threading.current_thread():
@@ -106,6 +112,9 @@ class Workers(Executor):
                         task = self._queue.popleft()
                 future, fn, args, kwargs = task
                 task = None
+                if future is None:
+                    fn()
+                    continue
                 if not future.set_running_or_notify_cancel():
                     continue
                 try:
@@ -145,7 +154,7 @@ class Lane(Executor):
             self._queue.append((future, fn, args, kwargs))
             if self._running < self._limit:
                 try:
-                    self._pool.submit(self._drain)
+                    self._pool._put((None, self._drain, (), {}))
                 except RuntimeError:
                     self._queue.pop()
                     raise
