@@ -9,15 +9,16 @@ and a transport that only moves messages. It owns:
 - a deadline per request on the process's one timer thread (:mod:`raider_sync.threads.timer`), which
   fails a request whose deadline passes, after sending ``notifications/cancelled`` for it, so
   even a future nobody waits on cannot hang.
-- dispatch of what the peer sends on its own: notifications run in order on one thread,
-  requests on a small pool; neither ever runs on the reader thread. The progress callbacks of
-  one request run in order on a small pool of their own, and the answer of a request with a
+- dispatch of what the peer sends on its own: notifications run one at a time in order,
+  requests a few at once; neither ever runs on the reader thread. The progress callbacks of
+  one request run in order, a few requests' at once, and the answer of a request with a
   progress callback is settled behind them: every step sent before the answer has been seen
   when the future is done. Requests are ordered apart, so a callback may wait for another
   request that has progress callbacks of its own.
 
-The pools' threads are named ``raider-<name>-...``, made as work comes, end after half a
-second without work (an idle session has none) and are joined by :meth:`Session.close`.
+These run on one pool of the session, in a lane each (its order and its bound kept): its
+threads are named ``raider-<name>-session_<n>``, made as work comes, end after half a second
+without work (an idle session has none) and are joined by :meth:`Session.close`.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from .errors import ConnectionClosed, LostInFlight, McpError, RaiderError, Reque
 from .threads import timer
 from .threads.futures import wait_bounded
 from .transports.base import RequestFailed, StreamHealth
-from .threads.workers import Workers
+from .threads.workers import Lane, Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
 
@@ -157,19 +158,24 @@ class Session:
         self._pending: dict[int, _Pending] = {}
         self._closed_error: BaseException | None = None
         self._local = threading.local()
-        self._notifier = Workers(1, f"raider-{name}-notify", self._mark_worker)
+        # one pool for the session, and a lane per kind of work: each lane keeps its order and
+        # its bound, and as the pool can run every lane at its bound at once, no lane waits
+        # for another's work; an idle thread serves whichever lane has work next
+        self._pool = Workers(1 + PROGRESS_WORKERS + request_workers + 1 + SEND_WORKERS,
+                             f"raider-{name}-session", self._mark_worker)
+        # the peer's notifications, one at a time in arrival order
+        self._notifier = Lane(self._pool, 1)
         # progress callbacks and the answers of requests that have them, in arrival order per
         # request, off the notifier: a notification handler may wait for such a request
-        self._progress_pool = Workers(PROGRESS_WORKERS, f"raider-{name}-progress",
-                                                 self._mark_worker)
-        self._workers = Workers(request_workers, f"raider-{name}-handler",
-                                           self._mark_worker)
+        self._progress_pool = Lane(self._pool, PROGRESS_WORKERS)
+        # the peer's requests (an elicitation may wait for a person)
+        self._workers = Lane(self._pool, request_workers)
         # pings and cancellations, never stuck behind handlers that wait (an elicitation may
         # wait for a person) and never on the reader thread (a write could wait on a read)
-        self._control = Workers(1, f"raider-{name}-control", self._mark_worker)
+        self._control = Lane(self._pool, 1)
         # the sends of request_f(inline=False): a *_f method returns before a slow write or
-        # an HTTP exchange; threads are made as needed, up to SEND_WORKERS
-        self._senders = Workers(SEND_WORKERS, f"raider-{name}-send", self._mark_worker)
+        # an HTTP exchange; up to SEND_WORKERS at once, never delaying a ping or a cancel
+        self._senders = Lane(self._pool, SEND_WORKERS)
         #: ``stamp(method, params)``: the params every outgoing request is sent with (the
         #: stateless revision puts its ``_meta`` in each); None sends them as given
         self.stamp: Callable[[str, dict], dict] | None = None
@@ -205,10 +211,11 @@ class Session:
         """
         self._fail_all(error or ConnectionClosed(f"connection to {self.name} closed"))
         in_worker = getattr(self._local, "session", None) is self
-        for pool in (self._notifier, self._progress_pool, self._workers, self._control,
+        for lane in (self._notifier, self._progress_pool, self._workers, self._control,
                      self._senders):
-            drop = not (finish_received and pool in (self._workers, self._control))
-            pool.shutdown(wait=wait and not in_worker, cancel_futures=drop)
+            drop = not (finish_received and lane in (self._workers, self._control))
+            lane.shutdown(cancel_futures=drop)
+        self._pool.shutdown(wait=wait and not in_worker)
 
     # -- outgoing ------------------------------------------------------------------------
 
@@ -317,7 +324,7 @@ class Session:
             log.debug("%s: notification %s not sent: %s", self.name, method, exc)
 
     def run_in_order(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run ``fn(*args)`` on the notification thread, after the notifications received so
+        """Run ``fn(*args)`` in the notifications' lane, after the notifications received so
         far; never on the caller's thread. Dropped once the session is closing."""
         self._submit(self._notifier, fn, *args)
 
@@ -541,7 +548,7 @@ class Session:
     def _mark_worker(self) -> None:
         self._local.session = self
 
-    def _submit(self, pool: Workers, fn, *args) -> None:
+    def _submit(self, pool: Lane, fn, *args) -> None:
         try:
             pool.submit(fn, *args)
         except RuntimeError:  # shut down: the session is closing

@@ -499,3 +499,37 @@ def test_a_request_the_transport_could_not_complete_fails_with_its_error(pair):
     assert not other.done()  # the other request still waits for its answer
     transport.deliver({"jsonrpc": "2.0", "id": other.request_id, "result": {"tools": []}})
     assert other.result(WAIT) == {"tools": []}
+
+
+def test_every_kind_of_work_runs_on_the_sessions_one_pool_whose_threads_end_when_idle():
+    ran_on: list[str] = []
+    noticed = threading.Event()
+
+    def note(method, params):
+        ran_on.append(threading.current_thread().name)
+        noticed.set()
+
+    session, transport = make(handle_request=lambda method, params: ran_on.append(
+        threading.current_thread().name) or {}, handle_notification=note)
+    try:
+        transport.deliver({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+        assert noticed.wait(WAIT)
+        transport.deliver({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
+        transport.deliver({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+        assert {transport.next_sent()["id"] for _ in range(2)} == {"s1", "p1"}
+        steps = threading.Event()
+        future = session.request_f("tools/call", timeout=WAIT, inline=False, on_progress=lambda
+                                   *_: ran_on.append(threading.current_thread().name) or steps.set())
+        sent = transport.next_sent("tools/call")
+        transport.deliver({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": sent["id"], "progress": 1}})
+        assert steps.wait(WAIT)
+        transport.deliver({"jsonrpc": "2.0", "id": sent["id"], "result": {}})
+        assert future.result(WAIT) == {}
+        names = ran_on + transport.send_threads[-3:]  # the two answers, the request's send
+        assert len(names) == 7  # the ping was handled too
+        assert all(name.startswith("raider-mem-session_") for name in names), names
+        poll(lambda: not [t for t in threading.enumerate() if t.name.startswith("raider-mem-")],
+             WAIT, "the idle session's threads gone")
+    finally:
+        session.close()

@@ -144,6 +144,8 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         live.add(self)
 
     def _new_background(self) -> Workers:
+        # the server's own, not a lane of its session's pool: re-lists run one at a time,
+        # and this pool lasts as long as the server, across its connections
         return Workers(1, f"raider-{self.key}-relist")
 
     def __repr__(self) -> str:

@@ -23,7 +23,7 @@ import inspect
 import json
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -33,6 +33,7 @@ from ..threads.timeouts import seconds
 from ..config import normalize_name
 from ..errors import McpError, NotConnected, RaiderError, ToolTimeout, UnknownTool
 from ..threads.futures import Deadlines, failed, resolved, then, wait_bounded
+from ..threads.workers import Workers
 from ..client.launch import DEFAULT_CALL_TIMEOUT_S
 from ..client.results import ToolResult, text_result
 
@@ -100,9 +101,10 @@ class LocalPrompt:
 class ToolServer:
     """In-process tools with the methods of a connected McpServer.
 
-    Handlers run on a small pool owned by this object (``max_workers``); a handler may also
-    return a ``Future``, which is then awaited without taking a pool thread. :meth:`close`
-    joins the pool. ``on_tools_changed(server)`` is told when tools are added or removed.
+    Handlers run on a small pool owned by this object (``max_workers``), whose threads end
+    after half a second without work; a handler may also return a ``Future``, which is then
+    awaited without taking a pool thread. :meth:`close` joins the pool.
+    ``on_tools_changed(server)`` is told when tools are added or removed.
     """
 
     transport = "local"
@@ -127,7 +129,7 @@ class ToolServer:
         self._prompts: dict[str, LocalPrompt] = {}
         self._lock = threading.Lock()
         self._max_workers = max_workers
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Workers | None = None
         self._deadlines = Deadlines(self.key)
         self._closed = False
 
@@ -331,7 +333,7 @@ class ToolServer:
 
         with self._lock:
             if self._pool is None and not self._closed:  # never a new pool after close()
-                self._pool = ThreadPoolExecutor(self._max_workers, name)
+                self._pool = Workers(self._max_workers, name)
             pool = self._pool
         try:
             if pool is None:

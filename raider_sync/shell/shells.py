@@ -2,8 +2,9 @@
 
 A :class:`Shell` is one ``bash -c`` in a process group of its own, stdin from /dev/null,
 stdout and stderr into one :class:`OutputFile`. :class:`Runtime` holds everything a
-BashTools runs (the reaper thread, a small pool, the shells) and never refers back to the
-BashTools, so that object can be collected and its finalizer can stop what it started.
+BashTools runs (the reaper thread, a small pool whose threads end when idle, the shells) and
+never refers back to the BashTools, so that object can be collected and its finalizer can
+stop what it started.
 
 Signals and reaping of shells all happen on the reaper thread. When a command's leader
 exits, what it left in its process group is killed before the leader is reaped: a command's
@@ -21,7 +22,7 @@ import signal
 import subprocess
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
@@ -30,6 +31,7 @@ from .output import OutputFile
 from .reaper import JOIN_TIMEOUT, Reaper, Timer
 from .tasks import RUNNING, Tasks, TaskEntry
 from .texts import command_result, seconds, shell_notification
+from ..threads.workers import Workers
 
 log = logging.getLogger("raider_sync.shell")
 
@@ -134,8 +136,9 @@ class Runtime:
         self.active: set[Shell] = set()          # every shell not yet reaped
         self.server = None                       # the ToolServer, closed with the rest
         self._ids = itertools.count(1)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_threads: set[int] = set()
+        self._pool: Workers | None = None
+        # marks the pool's threads: their idents are reused once an idle one has ended
+        self._in_pool = threading.local()
         self.closing = False  # set first by close(): no command starts from then on
         self.closed = False  # after the owner's end nothing starts a thread again
         self._starting = 0   # commands between the closing check and their registration
@@ -153,13 +156,13 @@ class Runtime:
             if self.closed:
                 raise RuntimeError("the shell tools are closed")
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(POOL_WORKERS, "raider-shell-worker",
-                                                initializer=self._pool_started)
+                self._pool = Workers(POOL_WORKERS, "raider-shell-worker",
+                                     initializer=self._pool_started)
             pool = self._pool
         return pool.submit(fn)
 
     def _pool_started(self) -> None:
-        self._pool_threads.add(threading.get_ident())
+        self._in_pool.marked = True
 
     def after(self, done: Future, timeout: float, fn: Callable[[], Any]) -> Future:
         """A future of ``fn()`` run on the pool once ``done`` is done or ``timeout`` s
@@ -455,9 +458,8 @@ class Runtime:
         with self.lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            in_pool = threading.get_ident() in self._pool_threads
+            in_pool = getattr(self._in_pool, "marked", False)
             pool.shutdown(wait=not in_pool)
-            self._pool_threads.clear()
 
     def background_pids(self) -> list[int]:
         with self.lock:

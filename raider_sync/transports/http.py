@@ -4,7 +4,8 @@ Threads, named after the server:
 
 - the caller's thread POSTs (one ``requests.Session``, pooled keep-alive connections). A JSON
   answer is delivered on it, so a blocking call costs no thread hand-off.
-- an event-stream answer is read by a worker of the pool ``raider-<name>-stream``, or, when
+- an event-stream answer is read by a worker of the pool ``raider-<name>-stream`` (up to
+  ``stream_workers``, each ending after half a second without work), or, when
   the caller waits for it anyway (:meth:`send_awaited`, the blocking calls), on the caller's
   thread: every message on it (server requests and notifications too) is delivered as it
   comes; priming events are skipped. A stream that ends before the answer is resumed with a
@@ -40,12 +41,13 @@ import logging
 import socket
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Callable, Mapping
 
 import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
+from ..threads.workers import Workers
 from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, StreamHealth,
                    Transport, answers, decode_message, deliver_json, deliver_parsed,
                    encode_message)
@@ -106,8 +108,10 @@ class StreamableHttpTransport(Transport):
         self._closed = False
         self._close_lock = threading.Lock()
         self._local = threading.local()
-        self._readers = ThreadPoolExecutor(stream_workers, f"raider-{name}-stream",
-                                           initializer=self._mark_reader)
+        # the transport's own: it knows nothing of the session above it, and its close joins
+        # these readers before the session's threads are joined
+        self._readers = Workers(stream_workers, f"raider-{name}-stream",
+                                initializer=self._mark_reader)
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
         self._stopped = threading.Event()        # set once, by close

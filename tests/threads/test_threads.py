@@ -1,5 +1,6 @@
-"""The thread economy: one thread per idle stdio server, none left after a stop, the shared
-timer and idle pool threads that end by themselves, and a long line held within its bound."""
+"""The thread economy: one thread per idle stdio server, one per idle HTTP server, none left
+after a stop, the shared timer and idle pool threads that end by themselves (after a burst
+too), and a long line held within its bound."""
 from __future__ import annotations
 
 import sys
@@ -9,12 +10,13 @@ from concurrent.futures import CancelledError
 
 import pytest
 from conftest import SDK_SERVER, config_of, poll
+from fakes.http_peers import HttpPeer
 
-from raider_sync import McpHub
+from raider_sync import McpHub, McpServer, ToolServer
 from raider_sync.threads import timer
 from raider_sync.transports.base import LineSplitter, MessageTooLong
 from raider_sync.transports.stdio import StdioTransport
-from raider_sync.threads.workers import Workers
+from raider_sync.threads.workers import Lane, Workers
 
 SERVERS = 3
 WAIT = 30.0
@@ -40,6 +42,49 @@ def test_an_idle_stdio_server_keeps_one_thread_and_a_stop_leaves_none():
         assert idle == [f"raider-{name}-reader" for name in names]
         assert hub.call_tool(f"mcp__{names[0]}__echo", {"message": "again"})  # still usable
     assert threads_of(prefixes) == []  # stop joins what each server owns
+
+
+def test_an_idle_http_server_keeps_its_listen_thread_only_after_a_burst():
+    peer = HttpPeer.sdk().start()  # every answer an event stream, read by a stream worker
+    server = McpServer(peer.spec("burst"), protocol="legacy")
+    try:
+        server.start_f().result(WAIT)
+        assert server.status == "connected", server.reason
+        calls = [server.call_tool_f("mcp__burst__slow", {"seconds": 1, "steps": 1}, timeout=WAIT)
+                 for _ in range(24)]
+        poll(lambda: len(threads_of(["raider-burst-stream"])) > 1, WAIT,
+             "streams read by several workers at once")
+        for call in calls:
+            assert call.result(WAIT)["content"][0]["text"] == "slept 1.0"
+        # idle: the session's and the stream readers' threads end; the GET stream stays
+        poll(lambda: threads_of(["raider-burst-"]) == ["raider-burst-listen"], WAIT,
+             "one thread for the idle HTTP server")
+        assert server.call_tool("mcp__burst__echo", {"message": "again"})  # still usable
+    finally:
+        server.stop()
+        peer.close()
+    assert threads_of(["raider-burst-"]) == []
+
+
+def test_an_idle_tool_server_keeps_no_thread_after_a_burst():
+    barrier = threading.Barrier(8, timeout=WAIT)
+    ran_on: set[str] = set()
+
+    def meet() -> str:
+        ran_on.add(threading.current_thread().name)
+        return str(barrier.wait())
+
+    with ToolServer("burst tools") as tools:  # its pool: 8 threads
+        tools.add_tool("meet", meet)
+        tools.add_tool("echo", lambda message: message)
+        calls = [tools.call_tool_f("meet") for _ in range(8)]
+        assert sorted(call.result(WAIT)["content"][0]["text"] for call in calls) == [
+            str(n) for n in range(8)]
+        assert len(ran_on) == 8 and all(name.startswith(f"raider-{tools.key}-tool")
+                                        for name in ran_on)
+        poll(lambda: not threads_of([f"raider-{tools.key}-"]), WAIT, "the idle tool threads gone")
+        assert tools.call_tool("echo", {"message": "again"})["content"][0]["text"] == "again"
+    assert threads_of([f"raider-{tools.key}-"]) == []
 
 
 def test_the_timer_thread_ends_once_nothing_is_scheduled():
@@ -95,6 +140,51 @@ def test_a_pool_shutdown_cancels_queued_work_and_refuses_more():
         pool.submit(lambda: None)
     pool.shutdown()
     assert not threads_of(["test-shut-pool"])
+
+
+def test_lanes_on_one_pool_keep_their_bounds_and_order_and_never_wait_for_each_other():
+    pool = Workers(3, "test-lane-pool")
+    wide, narrow = Lane(pool, 2), Lane(pool, 1)
+    release = threading.Event()
+    lock = threading.Lock()
+    running, most = [0], [0]
+
+    def hold() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        release.wait(WAIT)
+        with lock:
+            running[0] -= 1
+
+    try:
+        held = [wide.submit(hold) for _ in range(5)]
+        poll(lambda: running[0] == 2, WAIT, "the wide lane at its bound")
+        order: list[int] = []
+        # the wide lane is full and has work queued: the narrow one runs anyway, in order
+        assert [narrow.submit(order.append, n).result(WAIT) for n in range(3)] == [None] * 3
+        futures = [narrow.submit(order.append, n) for n in range(3, 30)]
+        futures[-1].result(WAIT)
+        assert order == list(range(30))
+        assert running[0] == 2  # the wide lane's queued tasks still wait for its own
+        release.set()
+        for future in held:
+            assert future.result(WAIT) is None
+        assert most[0] == 2
+        assert len(threads_of(["test-lane-pool"])) <= 3
+        queued = [narrow.submit(release.wait, WAIT) for _ in range(2)]
+        narrow.shutdown(cancel_futures=True)
+        with pytest.raises(RuntimeError):
+            narrow.submit(lambda: None)
+        assert wide.submit(lambda: 42).result(WAIT) == 42  # one lane's end is not the pool's
+        assert all(future.cancelled() or future.result(WAIT) for future in queued)
+        poll(lambda: not threads_of(["test-lane-pool"]), WAIT, "the idle lane threads gone")
+    finally:
+        release.set()
+        pool.shutdown()
+    with pytest.raises(RuntimeError):
+        wide.submit(lambda: None)  # the pool is shut down
+    assert not threads_of(["test-lane-pool"])
 
 
 def test_a_line_over_the_limit_is_refused_with_at_most_the_limit_held():

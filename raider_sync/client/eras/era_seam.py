@@ -10,12 +10,13 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ...errors import McpError, RequestTimeout, SubscriptionEnded
 from ...threads.futures import Deadline, failed, resolved
 from ..lifecycle import UP
+from ...threads.workers import Workers
 from .cache import ResultCache, check_mode
 from ...transports.http_headers import InvalidAnnotation, header_params, message_headers
 from .listen import (ACKNOWLEDGED, KINDS, LISTEN_TIMEOUT, UPDATED, Subscription,
@@ -53,7 +54,7 @@ class EraSeam:
     def __init__(self, server: "McpServer"):
         self.server = server
         self.modern: ModernConnection | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Workers | None = None
         self._closed = False
         self._stopping = threading.Event()
         self._subs_lock = threading.Lock()
@@ -331,9 +332,11 @@ class EraSeam:
         self.cache.invalidate("tools/list")
         self.server._fetch_tools(seconds)
 
-    def _input_pool(self) -> ThreadPoolExecutor:
+    def _input_pool(self) -> Workers:
+        # the server's own, not a lane of its session's pool: input handlers (a person
+        # answering an elicitation) and relistens outlive a connection; 4 at once
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(4, f"raider-{self.server.key}-input")
+            self._pool = Workers(4, f"raider-{self.server.key}-input")
             if self._closed:
                 self._pool.shutdown()
         return self._pool

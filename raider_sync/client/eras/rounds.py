@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, Callable
 
 from ...errors import McpError
@@ -28,7 +28,7 @@ Send = Callable[..., Future]
 
 
 def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
-                     answer: Callable[[str, dict], dict], pool: ThreadPoolExecutor,
+                     answer: Callable[[str, dict], dict], pool: Executor,
                      max_rounds: int = MAX_INPUT_ROUNDS,
                      transform: Callable[[Any], Any] | None = None,
                      on_mismatch: Callable[[float], None] | None = None,
@@ -136,7 +136,7 @@ def _fulfil(method: str, key: str, request: Any, answer: Callable[[str, dict], d
                                        f"it") from None
 
 
-def _submit(pool: ThreadPoolExecutor, outer: Future, fn: Callable, *args: Any) -> None:
+def _submit(pool: Executor, outer: Future, fn: Callable, *args: Any) -> None:
     def run() -> None:
         try:
             fn(*args)
