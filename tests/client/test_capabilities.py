@@ -155,7 +155,7 @@ def test_sampling_handler_answers_off_the_reader_thread(everything):
     assert "sampled answer" in out and "test-model" in out
     (params, thread), = seen
     assert params["maxTokens"] == 20 and "a haiku" in params["messages"][0]["content"]["text"]
-    assert "-handler" in thread
+    assert thread.startswith("raider-ev-session")  # the session's pool, not its reader
 
 
 def test_sampling_handler_failure_is_the_servers_error(everything):
