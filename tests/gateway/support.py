@@ -14,9 +14,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+import psutil
 import requests
 
-from conftest import PEERS, SDK_SERVER, free_port, wait_for_port
+from conftest import PEERS, SDK_SERVER, free_port, poll, wait_for_port
 from raider_sync.gateway.cli import Serving
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
@@ -408,6 +409,10 @@ def relay_process(config_path: str, env: dict, *extra: str,
         stderr=stderr, start_new_session=True)
     try:
         wait_for_port(port, timeout=30, proc=proc)
+        if "--workers" in extra:  # gunicorn listens before it forks its workers
+            workers = int(extra[list(extra).index("--workers") + 1])
+            poll(lambda: len(psutil.Process(proc.pid).children()) >= workers, 30,
+                 f"{workers} gateway workers forked")
     except BaseException:
         stop_group(proc)
         raise
