@@ -303,7 +303,10 @@ class Serving:
         seconds each) the serving loop and the worker threads. May be called twice."""
         if self._running.is_set() or (self._thread is not None and self._thread.is_alive()):
             # the loop owns its sockets: close them from inside it
-            self.server.trigger.pull_trigger(self._close_all)
+            try:
+                self.server.trigger.pull_trigger(self._close_all)
+            except OSError:  # the loop has closed its trigger: it has ended or is ending
+                pass
             self._done.wait(timeout)
             if self._thread is not None:
                 self._thread.join(timeout)
