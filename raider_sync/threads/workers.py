@@ -115,14 +115,7 @@ class Workers(Executor):
                 if future is None:
                     fn()
                     continue
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    result = fn(*args, **kwargs)
-                except BaseException as exc:  # noqa: BLE001 - the future carries it
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
+                _run(future, fn, args, kwargs)
                 del future, fn, args, kwargs
         except BaseException:
             with self._cond:
@@ -179,12 +172,18 @@ class Lane(Executor):
                     self._running -= 1
                     return
                 future, fn, args, kwargs = self._queue.popleft()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - the future carries it
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
+            _run(future, fn, args, kwargs)
             del future, fn, args, kwargs
+
+
+def _run(future: Future, fn: Callable, args: tuple, kwargs: dict) -> None:
+    """Run one task into its future, unless it was cancelled first; the future carries what
+    it raised."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the future carries it
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
