@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import os
 import sys
-import threading
 
 import pytest
 
@@ -55,36 +54,19 @@ def test_a_size_child_reports_its_call_time_and_peak_growth():
 
 @pytest.fixture
 def fake_upstream():
-    from gateway.support import Upstream
+    from gateway.support import running_upstream
 
-    server = Upstream()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="fake-upstream")
-    thread.start()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with running_upstream() as server:
         yield server
-    finally:
-        server.shutdown()
-        server.close_connections()
-        server.server_close()
-        thread.join(10)
 
 
 @pytest.mark.parametrize("reuse_pool", [False, True])
 def test_the_urllib3_rival_reuses_sends_and_ends_as_the_gateway_pool_does(fake_upstream,
                                                                           monkeypatch, reuse_pool):
     from bench.upstream_urllib3 import Upstream
-    from gateway.support import wait_until
+    from gateway.support import count_sends, wait_until
 
-    sent: list[bytes] = []
-    original = http.client.HTTPConnection.send
-
-    def counted(conn, data):
-        sent.append(bytes(data))
-        return original(conn, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", counted)
+    sent = count_sends(monkeypatch)
     pool, url = Upstream(4, reuse_pool=reuse_pool), fake_upstream.url
     try:
         for _ in range(3):

@@ -3,12 +3,11 @@ real peers over Streamable HTTP (``everything_http``, ``sdk_http``) and a real E
 (``express_query``), started once per worker."""
 from __future__ import annotations
 
-import threading
 
 import pytest
 
 from gateway.support import (ALICE, BOB, EXPRESS_QUERY_COMMAND, SDK_HTTP_COMMAND, UPSTREAM_TOKEN,
-                             Gateway, Upstream, spawn, stop)
+                             Gateway, running_upstream, spawn, stop)
 from raider_sync.gateway.config import GatewayConfig
 
 
@@ -37,19 +36,8 @@ def make_gateway():
 @pytest.fixture
 def upstream():
     """A fake upstream on port 0 (``.url``); ``.requests`` holds what it received."""
-    server = Upstream()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="fake-upstream")
-    thread.start()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with running_upstream() as server:
         yield server
-    finally:
-        server.gate.set()
-        server.shutdown()
-        server.close_connections()
-        server.server_close()
-        thread.join(10)
 
 
 @pytest.fixture(scope="session")

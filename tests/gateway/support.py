@@ -2,6 +2,7 @@
 for faults and header echoes, and starting real peers over HTTP (fixtures: conftest.py)."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import http.client
 import json
@@ -437,3 +438,35 @@ def stop_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+@contextlib.contextmanager
+def running_upstream():
+    """An :class:`Upstream` on port 0 (``.url``) served by a thread, shut down and joined on
+    the way out (its held requests released first)."""
+    server = Upstream()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="fake-upstream")
+    thread.start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield server
+    finally:
+        server.gate.set()
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        thread.join(10)
+
+
+def count_sends(monkeypatch) -> list[bytes]:
+    """Every chunk http.client sends from now on (for the test's length), in order."""
+    sent: list[bytes] = []
+    original = http.client.HTTPConnection.send
+
+    def counted(conn, data):
+        sent.append(bytes(data))
+        return original(conn, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", counted)
+    return sent

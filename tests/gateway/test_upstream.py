@@ -8,7 +8,7 @@ import pytest
 
 from raider_sync.gateway.upstream import Upstream
 
-from gateway.support import wait_until
+from gateway.support import count_sends, wait_until
 
 JSON = {"Content-Type": "application/json"}
 
@@ -84,14 +84,7 @@ def test_a_short_buffered_body_raises_incomplete_read(upstream):
 
 
 def test_a_small_body_goes_out_with_the_head_in_one_send(upstream, monkeypatch):
-    sent: list[bytes] = []
-    original = http.client.HTTPConnection.send
-
-    def counted(conn, data):
-        sent.append(bytes(data))
-        return original(conn, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", counted)
+    sent = count_sends(monkeypatch)
     pool = Upstream(pool_size=4)
     try:
         assert b'"method": "POST"' in call(pool, f"{upstream.url}/echo")
