@@ -132,7 +132,9 @@ def test_transfer_encoding_in_http10_is_the_relays_refusal_and_one_log_line(
         status, headers, body = answer(sock)
     assert status == 400 and error_of(headers, body)["type"] == "bad_request"
     events, log = served.since(mark)
-    assert log == ""  # no traceback: the usage event is the request's one line
+    # no traceback: the usage event is the request's one line (waitress may note that its
+    # threads were all busy with earlier connections, which is no line of the request's)
+    assert [line for line in log.splitlines() if not line.startswith("Task queue depth")] == []
     assert [(e["status"], e["method"]) for e in events] == [(400, "POST")]
 
 
