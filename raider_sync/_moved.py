@@ -27,7 +27,7 @@ MOVED: dict[str, str] = {
     "raider_sync.interrupts": "raider_sync.threads.interrupts",
     "raider_sync.server": "raider_sync.client.server",
     "raider_sync.lifecycle": "raider_sync.client.lifecycle",
-    "raider_sync.listings": "raider_sync.client.listings",
+    "raider_sync.listings": "raider_sync.client.catalog",
     "raider_sync.surface": "raider_sync.client.surface",
     "raider_sync.capabilities": "raider_sync.client.capabilities",
     "raider_sync.telemetry": "raider_sync.client.telemetry",

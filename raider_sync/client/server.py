@@ -8,41 +8,49 @@
 Every blocking method has a twin ending in ``_f`` that returns a ``concurrent.futures.Future``;
 the blocking one waits on it. Calls are bounded by a deadline even when nobody waits: a call
 that runs out is cancelled on the server (``notifications/cancelled``) and fails.
+
+McpServer is a face over parts it owns, each with one job: a
+:class:`~raider_sync.client.connection.Connection` (transport, session, era and status), a
+:class:`~raider_sync.client.catalog.Catalog` (tools and cached lists) and an
+:class:`~raider_sync.client.eras.host.EraHost` (what the eras share across connections).
+Every request goes one way: a timeout checked here, then ``Connection.when_up_f`` (the one
+status check), then the era's ``request_f``.
 """
 from __future__ import annotations
 
 import atexit
-import copy
 import logging
 import os
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .._version import __version__
-from . import launch
-from .capabilities import ClientCapabilities, Handler, Roots
-from .calls import seconds, tool_arguments, unknown_tool_message
-from ..config import RestartPolicy, ServerSpec, tool_name
-from .content import default_max_output_tokens, limit_content, strip_private_meta
-from ..errors import (ConfigError, McpError, NotConnected, RaiderError, RequestTimeout,
-                     ToolTimeout, TransportError, UnknownTool, UnsupportedProtocol,
-                     last_stderr_line)
-from ..threads.futures import Deadline, Deadlines, failed, resolved, then, wait_bounded
-from ..jsonrpc import ProgressCallback, Session
-from .lifecycle import UP, InFlight, Lifecycle, Restarts, live, restart_policy, when_started
-from .listings import Listings
-from .results import ToolResult
-from ..protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
-                       STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
-                       initialize_params, translate_initialize_error)
-from .surface import LogCallback, ResourceCallback, ServerSurface
+from ..config import RestartPolicy, ServerSpec
+from ..errors import ConfigError, McpError, RaiderError, RequestTimeout, ToolTimeout, UnknownTool
+from ..jsonrpc import INTERNAL_ERROR, ProgressCallback, Session
+from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, fetch_all_pages
+from ..threads.futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from ..transports import open_transport
-from ..threads.workers import Workers
+from . import launch
+from . import telemetry as _telemetry
+from .budget import ToolBudget, budget_of
+from .calls import poll_seconds, seconds, tool_arguments, unknown_tool_message
+from .capabilities import ClientCapabilities, Handler, Roots
+from .catalog import Catalog
+from .connection import Connection, Hooks
+from .content import (default_max_output_tokens, limit_content, strip_private_meta,
+                      visible_resources)
 from .eras import era_seam
+from .eras.era_seam import Era, EraHost, EraSettings
+from .filters import ToolFilter
+from .lifecycle import UP, Restarts, live, restart_policy
+from .results import ToolResult
+from .surface import (LOG_LEVELS, LogCallback, ResourceCallback, check_request,
+                      completion_argument, completion_ref, refusal)
 
 
-class McpServer(Lifecycle, Listings, ServerSurface):
+class McpServer:
     """The client of one configured MCP server: stdio, Streamable HTTP or legacy HTTP+SSE.
 
     Options as the seed names them: ``startup_timeout_ms`` (default MCP_TIMEOUT, else 30000),
@@ -106,47 +114,40 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         self.client_handlers = ClientCapabilities(roots=roots, on_sampling=on_sampling,
                                                   on_elicitation=on_elicitation)
         self.log = logging.getLogger(f"raider_sync.server.{spec.key}")
-        self._init_surface(allowed_tools=allowed_tools, disabled_tools=disabled_tools,
-                           on_log=on_log, on_resource_updated=on_resource_updated,
-                           telemetry=telemetry)
+        self.tool_filter = ToolFilter(spec.allowed_tools, spec.disabled_tools
+                                      ).narrowed(ToolFilter(allowed_tools, disabled_tools))
+        self.on_log = on_log
+        self.on_resource_updated = on_resource_updated
+        self.telemetry = _telemetry.resolve(telemetry)
         self.protocol = era_seam.check_choice(protocol or spec.protocol or "auto")
         self.probe_timeout = probe_timeout
         self.max_input_rounds = max_input_rounds
-        self.era: str | None = None  # "legacy" or "modern" once connected
-        self._era = era_seam.EraSeam(self)
-
         self._lock = threading.RLock()
-        self._status = "configured"
-        self._reason: str | None = None
-        self.protocol_version: str | None = None
-        self.server_info: dict = {}
-        self.instructions: str | None = None
-        self.capabilities: dict = {}
+        self._subscriptions: set[str] = set()
         self.warnings: list[str] = []
-        self._transport = None
-        self._transport_claimed = False  # one thread, and only one, closes the transport
-        self._session: Session | None = None
-        self._start_future: Future | None = None
-        self._start_thread: threading.Thread | None = None
-        self._generation = 0  # one per start: what an older connection says is ignored
-        self._restarts = Restarts(restart_policy(spec.restart if restart is None else restart))
-        self._start_waits: Deadlines | None = None
-        self._in_flight = InFlight()  # what a draining stop waits for
-        self._tools: list[dict] = []
-        self._original: dict[str, str] = {}
-        self._output_schemas: dict[str, dict] = {}  # by original name
-        self._tools_future: Future = resolved([])
-        self._relist_queued = False
-        self._tools_asked = 0  # tools/list fetches begun, and the newest whose answer is set
-        self._tools_set = 0
-        self._lists: dict[str, Future] = {}
-        self._background = self._new_background()
+        self._learn(None)  # era, protocol_version, capabilities, server_info, instructions
+        self._host = EraHost(
+            EraSettings(self.name, self.key, self.transport, self.fingerprint, self.protocol,
+                        probe_timeout, max_input_rounds, self.client_info,
+                        self.client_handlers.declared, self.client_handlers.handle, self.log),
+            relist=self._relist_now, lists_changed=self._lists_changed,
+            is_up=lambda: self.status in UP)
+        self._catalog = Catalog(
+            key=self.key, name=self.name, log=self.log, tool_filter=self.tool_filter,
+            fetch_all=self._fetch_all, call_timeout=self.call_timeout, warnings=self.warnings,
+            check_tool=self._check_tool, on_changed=self._call_on_tools_changed)
+        self._connection = Connection(
+            name=self.name, key=self.key, log=self.log, host=self._host,
+            startup_timeout_ms=self.startup_timeout_ms, kill_grace=kill_grace,
+            restarts=Restarts(restart_policy(spec.restart if restart is None else restart)),
+            hooks=Hooks(open_transport=self._open_transport,
+                        handle_request=self._handle_request,
+                        handle_notification=self._handle_notification,
+                        opened=self._opened, forget=self._forget, status_changed=self._notify_status,
+                        renewed=self._renewed, stopped=self._stopped,
+                        observer=(self.telemetry.observer(self)
+                                  if self.telemetry is not None else None)))
         live.add(self)
-
-    def _new_background(self) -> Workers:
-        # the server's own, not a lane of its session's pool: re-lists run one at a time,
-        # and this pool lasts as long as the server, across its connections
-        return Workers(1, f"raider-{self.key}-relist")
 
     def __repr__(self) -> str:
         return f"<McpServer {self.name!r} {self.transport} {self.status}>"
@@ -166,7 +167,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    # -- what the spec says --------------------------------------------------------------
+    # -- what the spec says, and the connection ------------------------------------------
 
     @property
     def name(self) -> str:
@@ -187,12 +188,12 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         ``degraded``: connected, but the last request could not reach the server (HTTP), or
         the last :meth:`ping` went unanswered; calls are still sent, and the next answer makes
         it ``connected`` again. ``failed``: the connection is gone (``reason`` says why)."""
-        return self._status
+        return self._connection.status
 
     @property
     def reason(self) -> str | None:
         """Why the server failed or stopped (with a stdio server's last stderr line)."""
-        return self._reason
+        return self._connection.reason
 
     @property
     def call_timeout(self) -> float:
@@ -215,152 +216,218 @@ class McpServer(Lifecycle, Listings, ServerSurface):
     @property
     def pid(self) -> int | None:
         """The process id of a running stdio server, else None."""
-        transport = self._transport
-        return getattr(transport, "pid", None) if self._status in ("starting", *UP) else None
+        return self._connection.pid
 
     @property
     def stderr_tail(self) -> list[str]:
         """The last lines a stdio server wrote to stderr."""
-        return self._transport.stderr_tail if self._transport is not None else []
+        return self._connection.stderr_tail
 
-    # -- the handshake (start, restart and stop: see Lifecycle) ---------------------------
+    @property
+    def _session(self) -> Session | None:
+        return self._connection.session
 
-    def _open_transport(self):
+    @property
+    def _transport(self) -> Any:
+        return self._connection.transport
+
+    def _open_transport(self) -> Any:
         """The transport of the spec, not yet started."""
         return open_transport(self.spec, env=self.child_env, kill_grace=self.kill_grace,
                               max_message_size=self.max_message_size, auth=self.auth)
 
-    def _handshake(self, session: Session, deadline: Deadline,
-                   timeout_message: str | None = None,
-                   version: str = CLIENT_PROTOCOL_VERSION) -> None:
-        """initialize, then notifications/initialized; raises what refuses the server."""
-        try:
-            result = session.request(
-                "initialize", initialize_params(self._client_capabilities(), self.client_info,
-                                                version),
-                timeout=deadline.left(), cancellable=False,
-                timeout_message=timeout_message or self._startup_timeout_message())
-        except McpError as exc:
-            raise translate_initialize_error(exc) from None
-        except TransportError as exc:  # the stateless revision's refusal over HTTP
-            if exc.status_code == 400 and STATELESS_PROTOCOL_VERSION in f"{exc} {exc.body}":
-                raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON) from None
-            raise
-        self.protocol_version = check_initialize_result(result)
-        self.era = "legacy"
-        self.capabilities = dict(result.get("capabilities") or {})
-        self.server_info = dict(result.get("serverInfo") or {})
-        self.instructions = result.get("instructions")
-        # HTTP: MCP-Protocol-Version from now on, and the GET stream opens
-        session.transport.negotiated(self.protocol_version, deadline.left())
-        session.notify("notifications/initialized")
+    # -- start, restart and stop ---------------------------------------------------------
 
-    def _renew_session(self, timeout: float) -> None:
-        """A new session in place of one the server forgot (HTTP 404); called by the transport
-        on the thread of the request that found it gone. The tools are listed again."""
-        session = self._session
-        if session is None or self._status not in UP:
-            raise self._not_connected()
-        self._handshake(session, Deadline(timeout),
-                        f"starting a new session timed out after {timeout:.3g} s")
-        with self._lock:
-            self._lists.clear()
-        self._queue_relist()
+    def start_f(self) -> Future:
+        """Connect in the background; a later call returns the same future, unless the start
+        failed: then it starts anew (a stopped server is not started again: see
+        :meth:`restart`).
+
+        The future never fails: it resolves to this server, whose ``status`` is then
+        connected or failed (with ``reason``). Transport, initialize, initialized and the
+        tool list all happen within ``startup_timeout_ms``.
+        """
+        return self._connection.start_f(self)
+
+    def initialize(self, timeout: float | None = None) -> Any:
+        """Blocking :meth:`start_f`: returns this server once connected or failed (a failed
+        server is started anew). A KeyboardInterrupt stops the server and propagates."""
+        bound = seconds(timeout, self.startup_timeout_ms / 1000 + 2 * self.kill_grace + 5,
+                        method="McpServer.initialize")
+        try:
+            return self.start_f().result(bound)
+        except KeyboardInterrupt:
+            self.stop()
+            raise
+
+    def restart_f(self) -> Future:
+        """Close the connection (if any) and start anew, in the background, in any status,
+        stopped included; a future of this server once connected or failed (it never fails).
+        Calls made meanwhile wait for the start. A start already under way is not begun
+        again: its future is returned."""
+        return self._connection.restart_f(self, self._reopen)
+
+    def restart(self, timeout: float | None = None) -> Any:
+        """Blocking :meth:`restart_f`; ``timeout`` as for :meth:`initialize`."""
+        bound = seconds(timeout, self.startup_timeout_ms / 1000 + 4 * self.kill_grace + 5,
+                        method="McpServer.restart")
+        return self.restart_f().result(bound)
+
+    def stop(self, *, drain: float = 0.0, reason: str | None = None) -> None:
+        """Stop the server: pending calls fail at once; a stdio process gets its stdin closed,
+        then SIGTERM, then SIGKILL, ``kill_grace`` s apart. Status stopped. Safe to repeat.
+
+        ``drain`` (s) first gives the calls already sent that long to be answered (blocking
+        until they are, at most that long); calls made meanwhile fail with NotConnected and
+        nothing of them is sent. ``reason`` (default "stopped by the client") becomes the
+        stopped server's ``reason`` and is said by the ConnectionClosed of a call still
+        unanswered. Raises InvalidArgument for a negative ``drain``."""
+        drain = poll_seconds(drain, "drain", "McpServer.stop") or 0.0  # 0: no drain
+        if drain:
+            self._connection.drain(reason or "stopped by the client", drain)
+        self._connection.shutdown(grace=True, reason=reason)
+
+    def stop_f(self) -> Future:
+        """:meth:`stop` in the background; a future of None."""
+        return run_in_thread(self.stop, f"raider-{self.key}-stop")
+
+    def kill_now(self) -> None:
+        """Kill a stdio process at once (SIGKILL to its group); status stopped."""
+        self._connection.shutdown(grace=False)
+
+    def _reopen(self) -> None:
+        """A stopped server starts again: its own parts come back."""
+        self._catalog.reopen()
+        self._host = self._host.reopened()
+        self._connection.host = self._host
+        live.add(self)
+
+    def _stopped(self) -> None:
+        self._catalog.close()
+        self._host.close()
+        live.discard(self)
+
+    def _notify_status(self) -> None:
+        if self.on_status is not None:
+            try:
+                self.on_status(self)
+            except Exception:  # noqa: BLE001
+                self.log.exception("on_status failed")
+
+    def _not_connected(self, note: str = "") -> RaiderError:
+        return self._connection.not_connected(note)
+
+    # -- what a connection learns --------------------------------------------------------
+
+    def _learn(self, era: Era | None) -> None:
+        """What the server said of itself, from the era that heard it (None: nothing yet)."""
+        description = era.description if era is not None else None
+        self.era: str | None = era.name if era is not None else None  # "legacy" or "modern"
+        self.protocol_version: str | None = (description.protocol_version
+                                             if description is not None else None)
+        self.capabilities: dict = dict(description.capabilities) if description else {}
+        self.server_info: dict = dict(description.server_info) if description else {}
+        self.instructions: str | None = description.instructions if description else None
+
+    def _opened(self, session: Session, era: Era, deadline: Deadline) -> None:
+        """A new connection settled its era: learn, and list the tools within ``deadline``."""
+        self._learn(era)
+        if "tools" in self.capabilities:  # a server without tools is not asked for them
+            self._catalog.fetch_tools(deadline.left(), self._connection.startup_timeout_message())
+
+    def _forget(self) -> None:
+        """What a previous connection learnt is dropped before a new one."""
+        self._learn(None)
+        self._catalog.forget()
+
+    def _renewed(self, session: Session, era: Era) -> None:
+        """A new session in place of a forgotten one (on the thread of the request that found
+        it gone): learn again, list again, subscribe again."""
+        self._learn(era)
+        self._catalog.forget_lists()
+        self._catalog.queue_relist()
         # not on this thread: it is inside the transport's renewal, which the re-list (and so
         # a list_tools() in the callback) waits for
         session.run_in_order(self._call_on_tools_changed)
         session.run_in_order(self._resubscribe)  # the new session has no subscriptions
 
-    def _startup_timeout_message(self) -> str:
-        return f"startup timed out after {self.startup_timeout_ms / 1000:g} s (MCP_TIMEOUT)"
-
-    def _describe_failure(self, exc: BaseException) -> str:
-        if isinstance(exc, UnsupportedProtocol):
-            message = exc.message
-        elif isinstance(exc, McpError):
-            message = f"the server answered with an error: {exc}"
-        else:
-            message = str(exc)
-        last = last_stderr_line(self.stderr_tail)
-        if last and last not in message:
-            message = f"{message} (last stderr line: {last})"
-        hint = self._transport.diagnosis if self._transport is not None else None
-        if hint:
-            message = f"{message}: {hint}"
-        return message or type(exc).__name__
-
     def _client_capabilities(self) -> dict:
         return self.client_handlers.declared()
+
+    # -- sending -------------------------------------------------------------------------
+
+    def _request_f(self, method: str, params: dict | None, bound: float, *,
+                   inline: bool = False, cache: str = "use",
+                   timeout_error: type[RequestTimeout] = RequestTimeout,
+                   what: str | None = None, **options: Any) -> Future:
+        """``method`` sent the way the era wants (``_meta``, headers, ``input_required``
+        rounds), after a start under way, within ``bound`` s (a timeout the public method
+        checked); ``options`` go to the session (``on_progress``, ``transform``)."""
+        def send(session: Session, era: Era, left: float, inline: bool) -> Future:
+            return era.request_f(method, params, cache, timeout=left, inline=inline,
+                                 wait=inline, timeout_error=timeout_error, **options)
+
+        return self._connection.when_up_f(self, bound, send, inline, timeout_error,
+                                          what or method)
+
+    def _fetch_all(self, method: str, field: str, timeout: float,
+                   timeout_message: str | None = None, cache: str = "use") -> list[dict]:
+        """Every page of a paginated list, within ``timeout`` s in all, on the connection as
+        it is (also while it starts)."""
+        def request(params: dict | None, seconds: float) -> dict:
+            connection = self._connection
+            session, era = connection.session, connection.era
+            if session is None or era is None:
+                raise self._not_connected()
+            return wait_bounded(era.request_f(method, params, cache, timeout=seconds, wait=True,
+                                              timeout_message=timeout_message), seconds)
+        return fetch_all_pages(request, field, timeout)
+
+    def _wait(self, future: Future, timeout: float) -> Any:
+        """The future's result, bounded; an interrupt cancels what the future stands for."""
+        try:
+            return wait_bounded(future, timeout)
+        except BaseException:
+            if not future.done():
+                future.cancel()  # a request sends notifications/cancelled
+            raise
+
+    def _bound(self, timeout: Any, method: str) -> float:
+        return seconds(timeout, self.call_timeout, method=f"McpServer.{method}")
 
     # -- tools ---------------------------------------------------------------------------
 
     @property
     def tool_names(self) -> list[str]:
         """The names the model sees (mcp__KEY__TOOL), in the server's order."""
-        return [tool["name"] for tool in self._tools]
+        return [tool["name"] for tool in self._catalog.tools]
+
+    @property
+    def filtered_tools(self) -> list[str]:
+        """The server's tools left out by ``allowed_tools``/``disabled_tools``."""
+        return self._catalog.filtered
 
     def original_name(self, name: str) -> str | None:
         """The tool's name on the server, or None for a name it does not offer."""
-        return self._original.get(name)
+        return self._catalog.original.get(name)
 
     def list_tools_f(self) -> Future:
         """A future of the tools under their prefixed names (copies); empty unless connected.
         While a re-list after tools/list_changed runs, it resolves when that is done."""
-        if self._status not in UP:
+        if self.status not in UP:
             return resolved([])
-        return then(self._tools_future, lambda _: copy.deepcopy(self._tools))
+        return self._catalog.tools_f()
 
     def list_tools(self, timeout: float | None = None) -> list[dict]:
         """Blocking :meth:`list_tools_f`; ``timeout`` defaults to the call timeout."""
-        return self.list_tools_f().result(seconds(timeout, self.call_timeout,
-                                                  method="McpServer.list_tools"))
+        return self.list_tools_f().result(self._bound(timeout, "list_tools"))
 
     def _fetch_tools(self, timeout: float, timeout_message: str | None = None) -> None:
-        """tools/list, every page, within ``timeout`` s; then the tools are set, unless the
-        answer to a later tools/list is set already (the start's list and a re-list after an
-        early list_changed overlap, and the threads that set them race)."""
-        with self._lock:
-            self._tools_asked += 1
-            asked = self._tools_asked
-        self._set_tools(self._fetch_all("tools/list", "tools", timeout, timeout_message), asked)
+        self._catalog.fetch_tools(timeout, timeout_message)
 
-    def _set_tools(self, tools: list[dict], asked: int | None = None) -> None:
-        listed: list[dict] = []
-        original: dict[str, str] = {}
-        output_schemas: dict[str, dict] = {}
-        warnings: list[str] = []
-        filtered: list[str] = []
-        for tool in tools:
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                warnings.append(f"a tool without a name was dropped: {str(tool)[:100]}")
-                continue
-            prefixed = tool_name(self.key, tool["name"])
-            if not self.tool_filter.allows(tool["name"], prefixed):
-                filtered.append(tool["name"])  # allowedTools/disabledTools: not offered
-                continue
-            problem = self._era.check_tool(tool)
-            if problem is not None:
-                warnings.append(problem)
-                continue
-            if prefixed in original:
-                warnings.append(
-                    f"tool {tool['name']!r} dropped: its name {prefixed} collides with "
-                    f"tool {original[prefixed]!r}")
-                continue
-            original[prefixed] = tool["name"]
-            if isinstance(tool.get("outputSchema"), dict):
-                output_schemas[tool["name"]] = tool["outputSchema"]
-            listed.append({**tool, "name": prefixed})
-        with self._lock:
-            if asked is not None:
-                if asked < self._tools_set:
-                    return  # an older answer than the one set
-                self._tools_set = asked
-            self._tools, self._original = listed, original
-            self._output_schemas = output_schemas
-            self.filtered_tools = filtered
-            # a re-list finds the same problems again: say each once
-            self.warnings.extend(w for w in warnings if w not in self.warnings)
+    def _check_tool(self, tool: dict) -> str | None:
+        era = self._connection.era
+        return era.check_tool(tool) if era is not None else None
 
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None,
@@ -382,7 +449,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         notifications.
         """
         try:
-            bound = seconds(timeout, self.call_timeout, method="McpServer.call_tool_f")
+            bound = self._bound(timeout, "call_tool_f")
         except RaiderError as exc:
             return failed(exc)
         return self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
@@ -396,7 +463,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         (the request is sent on this thread). An interrupt (KeyboardInterrupt) while it
         waits cancels the call on the server (``notifications/cancelled``) and propagates;
         the server stays usable."""
-        bound = seconds(timeout, self.call_timeout, method="McpServer.call_tool")
+        bound = self._bound(timeout, "call_tool")
         return self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
                                             inline=True), bound)
 
@@ -409,89 +476,30 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         except RaiderError as exc:
             return failed(exc)
         raising = self.raise_on_error if raise_on_error is None else raise_on_error
+        catalog = self._catalog
 
-        def call(left: float, inline: bool) -> Future:
-            session = self._session
-            if self._status not in UP or session is None:
-                return failed(self._not_connected())
-            original = self._original.get(name)
-            if original is None and name in self._original.values():
-                original = name
+        def send(session: Session, era: Era, left: float, inline: bool) -> Future:
+            original = catalog.original_of(name)
             if original is None:
                 return failed(UnknownTool(unknown_tool_message(
                     f"MCP server {self.name!r} has no tool {name!r}", name, self.tool_names)))
-            return self._era.request_f(
-                session, "tools/call", {"name": original, "arguments": arguments},
+            return era.request_f(
+                "tools/call", {"name": original, "arguments": arguments},
                 timeout=left, on_progress=on_progress, timeout_error=ToolTimeout,
                 timeout_message=f"MCP tool call timed out after {bound:g} s",
                 transform=lambda result: self._shape_result(result, name, original, raising),
                 inline=inline, wait=inline)  # inline: the blocking call_tool waits next
 
-        return self._when_up_f(bound, call, inline, ToolTimeout, "MCP tool call")
-
-    def _when_up_f(self, timeout: float, send: Callable[[float, bool], Future], inline: bool,
-                   timeout_error: type[RequestTimeout] = RequestTimeout,
-                   what: str = "the request") -> Future:
-        """``send(seconds_left, inline)`` now when connected; after the start when starting
-        (a due restart of a failed server begins first); else a future failed with
-        NotConnected."""
-        if self._status in UP:  # the usual case, read unlocked: a stop meanwhile fails the send
-            return self._counted(send, timeout, inline)
-        why = self._maybe_restart() if self._status == "failed" else ""
-        with self._lock:
-            status, start = self._status, self._start_future
-            waits = self._waits() if status == "starting" else None
-        if status in UP:
-            return self._counted(send, timeout, inline)
-        if status != "starting" or start is None or waits is None:
-            return failed(self._not_connected(why))
-
-        def after_start(left: float) -> Future:
-            if self._status not in UP:
-                return failed(self._not_connected())
-            return self._counted(send, left, False)
-
-        return when_started(start, timeout, after_start, waits, lambda: timeout_error(
-            f"{what} timed out after {timeout:g} s: MCP server {self.name!r} was still "
-            f"starting"))
-
-    def _counted(self, send: Callable[[float, bool], Future], left: float,
-                 inline: bool) -> Future:
-        """``send(left, inline)``, counted until its future settles (a draining stop waits
-        for it); once a drain has begun, a future failed with NotConnected, nothing sent."""
-        refused = self._in_flight.enter()
-        if refused is not None:
-            return failed(NotConnected(f"MCP server {self.name!r} is not connected "
-                                       f"(stopping: {refused})"))
-        try:
-            future = send(left, inline)
-        except BaseException:
-            self._in_flight.leave()
-            raise
-        future.add_done_callback(self._in_flight.leave)
-        return future
-
-    def _waits(self) -> Deadlines:
-        """The timer of calls waiting for a start (the lock is held)."""
-        if self._start_waits is None:
-            self._start_waits = Deadlines(f"{self.key}-start-waits")
-        return self._start_waits
-
-    def _wait(self, future: Future, timeout: float) -> Any:
-        """The future's result, bounded; an interrupt cancels what the future stands for."""
-        try:
-            return wait_bounded(future, timeout)
-        except BaseException:
-            if not future.done():
-                future.cancel()  # a request sends notifications/cancelled
-            raise
+        return self._connection.when_up_f(self, bound, send, inline, ToolTimeout,
+                                          "MCP tool call")
 
     def _shape_result(self, result: Any, name: str = "", original: str = "",
                       raising: bool = False) -> dict:
         if not isinstance(result, dict):
-            raise McpError(-32603, f"tools/call answered with {type(result).__name__}, not an object")
+            raise McpError(INTERNAL_ERROR,
+                           f"tools/call answered with {type(result).__name__}, not an object")
         result = ToolResult(strip_private_meta(result), tool=name,
-                            output_schema=self._output_schemas.get(original))
+                            output_schema=self._catalog.output_schemas.get(original))
         if isinstance(result.get("content"), list):
             result["content"] = self.limit_content(result["content"], bool(result.get("isError")))
         return result.raise_for_error() if raising else result
@@ -501,28 +509,255 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         :func:`raider_sync.client.content.limit_content`)."""
         return limit_content(content, is_error, max_output_tokens=self.max_output_tokens)
 
-    # -- what the server sends -----------------------------------------------------------
+    def tool_budget(self, timeout: float | None = None) -> ToolBudget:
+        """The estimated token cost of this server's (filtered) tool definitions; see
+        :mod:`raider_sync.client.budget`."""
+        return budget_of({self.name: self.list_tools(self._bound(timeout, "tool_budget"))})
 
-    def _handle_request(self, method: str, params: dict) -> Any:
-        if method == "ping":
-            return {}
-        return self.client_handlers.handle(method, params)
+    # -- prompts, resources, skills and ping ---------------------------------------------
 
-    def _handle_notification(self, method: str, params: dict) -> None:
-        self._era.offer(method, params)
-        if method == "notifications/tools/list_changed":
-            self._tools_changed()
-        elif method == "notifications/prompts/list_changed":
-            with self._lock:
-                self._lists.pop("prompts/list", None)
-        elif method == "notifications/resources/list_changed":
-            with self._lock:
-                self._lists.pop("resources/list", None)
-                self._lists.pop("resources/templates/list", None)
-        elif method == "notifications/message":
-            self._on_server_log(params)
-        elif method == "notifications/resources/updated":
-            self._on_resource_updated(params)
+    @property
+    def has_prompts(self) -> bool:
+        return self.status in UP and "prompts" in self.capabilities
+
+    @property
+    def has_resources(self) -> bool:
+        return self.status in UP and "resources" in self.capabilities
+
+    def list_prompts_f(self, cache: str = "use") -> Future:
+        """A future of the server's prompts, listed on first use and again after
+        prompts/list_changed. Empty unless connected; a failing prompts/list is empty.
+        ``cache``: "use", "refresh" or "bypass" (see :mod:`raider_sync.client.eras.cache`)."""
+        if not self.has_prompts:
+            return resolved([])
+        return self._catalog.cached_list("prompts/list", "prompts", _same, cache)
+
+    def list_prompts(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
+        bound = self._bound(timeout, "list_prompts")
+        return wait_bounded(self.list_prompts_f(cache), bound)
+
+    def get_prompt_f(self, name: str, arguments: dict | None = None, *,
+                     timeout: float | None = None) -> Future:
+        """A future of prompts/get's result ({description, messages}); ``timeout`` (s,
+        default the call timeout) bounds it, and the request is cancelled then."""
+        try:
+            bound = self._bound(timeout, "get_prompt_f")
+            arguments = tool_arguments(arguments, name)
+        except RaiderError as exc:
+            return failed(exc)
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = {k: str(v) for k, v in arguments.items()}
+        return self._request_f("prompts/get", params, bound)
+
+    def get_prompt(self, name: str, arguments: dict | None = None, *,
+                   timeout: float | None = None) -> dict:
+        """Blocking :meth:`get_prompt_f`; raises RequestTimeout after ``timeout`` s."""
+        bound = self._bound(timeout, "get_prompt")
+        return self._wait(self.get_prompt_f(name, arguments, timeout=bound), bound)
+
+    def list_resources_f(self, cache: str = "use") -> Future:
+        """A future of the server's resources, cached like the prompts; ``ui://`` resources
+        and those of type text/html;profile=mcp-app are left out."""
+        if not self.has_resources:
+            return resolved([])
+        return self._catalog.cached_list("resources/list", "resources", visible_resources,
+                                         cache)
+
+    def list_resources(self, timeout: float | None = None, cache: str = "use") -> list[dict]:
+        bound = self._bound(timeout, "list_resources")
+        return wait_bounded(self.list_resources_f(cache), bound)
+
+    def list_resource_templates_f(self) -> Future:
+        """A future of the server's resource templates (resources/templates/list), cached."""
+        if not self.has_resources:
+            return resolved([])
+        return self._catalog.cached_list("resources/templates/list", "resourceTemplates", _same)
+
+    def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
+        bound = self._bound(timeout, "list_resource_templates")
+        return wait_bounded(self.list_resource_templates_f(), bound)
+
+    def read_resource_f(self, uri: str, *, timeout: float | None = None,
+                        cache: str = "use") -> Future:
+        """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``.
+        ``cache`` applies to a stateless server's cacheable answers."""
+        try:
+            bound = self._bound(timeout, "read_resource_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return then(self._request_f("resources/read", {"uri": uri}, bound, cache=cache),
+                    lambda result: list(result.get("contents") or []))
+
+    def read_resource(self, uri: str, *, timeout: float | None = None,
+                      cache: str = "use") -> list[dict]:
+        bound = self._bound(timeout, "read_resource")
+        return self._wait(self.read_resource_f(uri, timeout=bound, cache=cache), bound)
+
+    def list_skills_f(self, *, timeout: float | None = None) -> Future:
+        """A future of the server's skills (``skills/list``, every page): entries with their
+        ``uri``, ``frontmatter`` and ``resources`` (size and digest per file). Nothing is read.
+        See :mod:`raider_sync.client.skills`."""
+        from . import skills
+        try:
+            bound = self._bound(timeout, "list_skills_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return run_in_thread(lambda: skills.list_skills(self, bound), f"raider-{self.key}-skills")
+
+    def list_skills(self, *, timeout: float | None = None) -> list[dict]:
+        bound = self._bound(timeout, "list_skills")
+        return wait_bounded(self.list_skills_f(timeout=bound), bound)
+
+    def get_skill_f(self, uri: str, *, timeout: float | None = None) -> Future:
+        """A future of one skill, every file read and verified (size, sha256 digest, SKILL.md's
+        frontmatter against its entry): ``{uri, frontmatter, body, files}``. Fails with
+        SkillRejected on any mismatch, before anything more is read."""
+        from . import skills
+        try:
+            bound = self._bound(timeout, "get_skill_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return run_in_thread(lambda: skills.get_skill(self, uri, bound),
+                             f"raider-{self.key}-skills")
+
+    def get_skill(self, uri: str, *, timeout: float | None = None) -> dict:
+        bound = self._bound(timeout, "get_skill")
+        return wait_bounded(self.get_skill_f(uri, timeout=bound), bound)
+
+    def ping(self, timeout: float = 10.0) -> None:
+        """Send ``ping`` (a stateless server has none: ``server/discover`` instead); raises
+        when the server does not answer within ``timeout`` s. The outcome shows in
+        :attr:`status`: unanswered, a connected server reads ``degraded``; answered, a
+        degraded one reads ``connected`` again."""
+        bound = seconds(timeout, 10.0, method="McpServer.ping")
+        method = "server/discover" if self.era == "modern" else "ping"
+        try:
+            self._wait(self._request_f(method, None, bound, inline=True), bound)
+        except RequestTimeout as exc:
+            self._connection.degraded(f"ping: {exc}")
+            raise
+
+    # -- server log messages, completion, subscriptions, any method ----------------------
+
+    def set_log_level_f(self, level: str, *, timeout: float | None = None) -> Future:
+        """Ask the server to send log messages of ``level`` and above (``logging/setLevel``);
+        a future of None. Raises ConfigError for a level that is not one of
+        :data:`~raider_sync.client.surface.LOG_LEVELS`; the future fails with McpError when
+        the server has no logging."""
+        if level not in LOG_LEVELS:
+            raise ConfigError(f"level: {level!r} is not an MCP log level "
+                              f"(use {', '.join(LOG_LEVELS)})")
+        try:
+            bound = self._bound(timeout, "set_log_level_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return self._offered("logging", "logging") or then(
+            self._request_f("logging/setLevel", {"level": level}, bound), _none)
+
+    def set_log_level(self, level: str, *, timeout: float | None = None) -> None:
+        """Blocking :meth:`set_log_level_f`."""
+        bound = self._bound(timeout, "set_log_level")
+        wait_bounded(self.set_log_level_f(level, timeout=bound), bound)
+
+    def complete_f(self, ref: dict | str, argument: dict | tuple, context: dict | None = None,
+                   *, timeout: float | None = None) -> Future:
+        """Ask for completions of an argument's value (``completion/complete``); a future of
+        ``{values, total?, hasMore?}``.
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or ``{"type": "ref/resource",
+        "uri": ...}``, or a string: a URI (template) when it has ``://``, else a prompt name.
+        ``argument`` is ``{"name": ..., "value": ...}`` or a ``(name, value)`` pair;
+        ``context`` the values of arguments already chosen, ``{name: value}``. Raises
+        ConfigError naming a malformed argument; the future fails with McpError when the
+        server has no completions."""
+        params: dict[str, Any] = {"ref": completion_ref(ref),
+                                  "argument": completion_argument(argument)}
+        if context:
+            if not isinstance(context, dict):
+                raise ConfigError("context: expected a dict of argument names to values")
+            arguments = context.get("arguments", context)
+            params["context"] = {"arguments": {str(k): str(v) for k, v in arguments.items()}}
+        try:
+            bound = self._bound(timeout, "complete_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return self._offered("completions", "completion") or then(
+            self._request_f("completion/complete", params, bound),
+            lambda result: dict((result or {}).get("completion") or {"values": []}))
+
+    def complete(self, ref: dict | str, argument: dict | tuple, context: dict | None = None,
+                 *, timeout: float | None = None) -> dict:
+        """Blocking :meth:`complete_f`."""
+        bound = self._bound(timeout, "complete")
+        return wait_bounded(self.complete_f(ref, argument, context, timeout=bound), bound)
+
+    @property
+    def subscriptions(self) -> list[str]:
+        """The resource URIs this client has subscribed to, sorted."""
+        with self._lock:
+            return sorted(self._subscriptions)
+
+    def subscribe_f(self, uri: str, *, timeout: float | None = None) -> Future:
+        """Subscribe to changes of the resource ``uri`` (``resources/subscribe``); a future
+        of None. The server's ``notifications/resources/updated`` for it then reach
+        ``on_resource_updated(server, uri)``; a new HTTP session (after the server forgot
+        the old one) subscribes again. The future fails with McpError when the server does
+        not offer subscriptions."""
+        if not isinstance(uri, str) or not uri:
+            raise ConfigError("uri: expected a non-empty string")
+        try:
+            bound = self._bound(timeout, "subscribe_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return self._offered("resources", "resource subscriptions", "subscribe") or then(
+            self._request_f("resources/subscribe", {"uri": uri}, bound),
+            lambda _: self._subscribed(uri, True))
+
+    def subscribe(self, uri: str, *, timeout: float | None = None) -> None:
+        """Blocking :meth:`subscribe_f`."""
+        bound = self._bound(timeout, "subscribe")
+        wait_bounded(self.subscribe_f(uri, timeout=bound), bound)
+
+    def unsubscribe_f(self, uri: str, *, timeout: float | None = None) -> Future:
+        """End a subscription (``resources/unsubscribe``); a future of None."""
+        if not isinstance(uri, str) or not uri:
+            raise ConfigError("uri: expected a non-empty string")
+        try:
+            bound = self._bound(timeout, "unsubscribe_f")
+        except RaiderError as exc:
+            return failed(exc)
+        self._subscribed(uri, False)
+        return self._offered("resources", "resource subscriptions", "subscribe") or then(
+            self._request_f("resources/unsubscribe", {"uri": uri}, bound), _none)
+
+    def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
+        """Blocking :meth:`unsubscribe_f`."""
+        bound = self._bound(timeout, "unsubscribe")
+        wait_bounded(self.unsubscribe_f(uri, timeout=bound), bound)
+
+    def _subscribed(self, uri: str, subscribed: bool) -> None:
+        with self._lock:
+            if subscribed:
+                self._subscriptions.add(uri)
+            else:
+                self._subscriptions.discard(uri)
+
+    def _resubscribe(self) -> None:
+        """Subscribe again to every URI, in a new session that knows none of them (after a
+        Streamable HTTP server forgot the old one). Failures are logged."""
+        def logged(uri: str, done: Future) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                self.log.warning("subscribing again to %s failed: %s", uri, done.exception())
+        for uri in self.subscriptions:
+            self.subscribe_f(uri).add_done_callback(lambda done, uri=uri: logged(uri, done))
+
+    def _offered(self, capability: str, what: str, sub: str | None = None) -> Optional[Future]:
+        """A failed future when the connected server does not declare ``capability``."""
+        if self.status not in UP:
+            return None
+        refused = refusal(self.name, self.capabilities, capability, what, sub)
+        return failed(refused) if refused is not None else None
 
     def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
                uris=(), timeout: float | None = None):
@@ -535,37 +770,78 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         NotConnected; McpError for a listen the server refuses (one that serves no
         ``subscriptions/listen`` among them), at once rather than at ``next``;
         SubscriptionEnded or RequestTimeout for one it ends, or does not acknowledge, first."""
-        bound = seconds(timeout, self.call_timeout, method="McpServer.listen")
-        return self._era.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
-                                timeout=bound)
+        bound = self._bound(timeout, "listen")
+        era = self._connection.era
+        if self.status not in (*UP, "starting") or era is None:
+            raise self._not_connected()
+        return era.listen(tools=tools, prompts=prompts, resources=resources,
+                          uris=[str(uri) for uri in uris], timeout=bound)
+
+    def request_f(self, method: str, params: dict | None = None, *,
+                  timeout: float | None = None,
+                  on_progress: ProgressCallback | None = None) -> Future:
+        """Send a request raider_sync does not wrap; a future of the server's result as
+        sent. Returns at once. Sent like every other request: a request made while the server
+        starts waits for the start within the same ``timeout``; in the stateless era it
+        carries the ``_meta`` and headers of the era, and a ``tools/call``, ``prompts/get``
+        or ``resources/read`` goes through ``input_required`` rounds (answered by the
+        client's handlers, at most ``max_input_rounds``). Bounded like every call: after
+        ``timeout`` s (default :attr:`call_timeout`) it is cancelled on the server and fails
+        with RequestTimeout; cancelling the future cancels it too. Fails with NotConnected,
+        McpError or ConnectionClosed. Raises ConfigError for a method that is not a
+        non-empty string or params that are not a dict."""
+        check_request(method, params)
+        try:
+            bound = self._bound(timeout, "request_f")
+        except RaiderError as exc:
+            return failed(exc)
+        return self._request_f(method, params, bound, cache="refresh", on_progress=on_progress)
+
+    def request(self, method: str, params: dict | None = None, *,
+                timeout: float | None = None, on_progress: ProgressCallback | None = None) -> Any:
+        """Blocking :meth:`request_f` (the request is sent on this thread); an interrupt
+        while it waits cancels the request on the server and propagates."""
+        check_request(method, params)
+        bound = self._bound(timeout, "request")
+        return self._wait(self._request_f(method, params, bound, inline=True, cache="refresh",
+                                          on_progress=on_progress), bound)
+
+    @classmethod
+    def in_process(cls, tool_server: Any, **options: Any) -> Any:
+        """A client of ``tool_server`` (a :class:`ToolServer`) in this process: no
+        subprocess, the same JSON-RPC session and the same API as any server, its messages
+        passed through queues as JSON. ``options`` are McpServer's. Start it as any other."""
+        from ..serve.inprocess import InProcessServer
+        return InProcessServer(tool_server, **options)
+
+    # -- what the server sends -----------------------------------------------------------
+
+    def _handle_request(self, method: str, params: dict) -> Any:
+        if method == "ping":
+            return {}
+        return self.client_handlers.handle(method, params)
+
+    def _handle_notification(self, method: str, params: dict) -> None:
+        self._host.offer(method, params)
+        if method == "notifications/tools/list_changed":
+            self._catalog.tools_changed()
+        elif method == "notifications/prompts/list_changed":
+            self._catalog.forget_lists("prompts/list")
+        elif method == "notifications/resources/list_changed":
+            self._catalog.forget_lists("resources/list", "resources/templates/list")
+        elif method == "notifications/message":
+            self._on_server_log(params)
+        elif method == "notifications/resources/updated":
+            self._on_resource_updated(params)
 
     def _lists_changed(self) -> None:
         """Every list may have changed unannounced: fetch them again."""
-        with self._lock:
-            self._lists.clear()
+        self._catalog.forget_lists()
         if "tools" in self.capabilities:
-            self._tools_changed()
+            self._catalog.tools_changed()
 
-    def _tools_changed(self) -> None:
-        # the re-list is under way before on_tools_changed runs, so a list_tools() it (or
-        # anyone it wakes) calls waits for the fresh list instead of getting the old one
-        self._queue_relist()
-        self._call_on_tools_changed()
-
-    def _queue_relist(self) -> None:
-        """Have the tools listed again in the background; list_tools() waits for it."""
-        with self._lock:
-            queued = self._relist_queued
-            if not queued:
-                self._relist_queued = True
-                if self._tools_future.done():
-                    self._tools_future = Future()
-                future = self._tools_future
-        if not queued:
-            try:
-                self._background.submit(self._relist, future)
-            except RuntimeError:
-                future.set_result(None)
+    def _relist_now(self, seconds: float) -> None:
+        self._catalog.fetch_tools(seconds)
 
     def _call_on_tools_changed(self) -> None:
         if self.on_tools_changed is not None:
@@ -574,19 +850,35 @@ class McpServer(Lifecycle, Listings, ServerSurface):
             except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
                 self.log.exception("on_tools_changed failed")
 
-    def _relist(self, future: Future) -> None:
-        with self._lock:
-            self._relist_queued = False
-        try:
-            self._fetch_tools(self.call_timeout)
-        except Exception as exc:  # noqa: BLE001 - keep the old list
-            self.warnings.append(f"re-listing the tools failed: {exc}")
-        with self._lock:
-            if self._relist_queued:
-                return  # a newer list_changed came meanwhile: its re-list settles the future
-        if not future.done():
-            future.set_result(None)
+    def _on_server_log(self, params: dict) -> None:
+        """notifications/message: to this server's stdlib logger, then to ``on_log``."""
+        level = str(params.get("level") or "info")
+        logger = params.get("logger") if isinstance(params.get("logger"), str) else None
+        data = params.get("data")
+        self.log.log(LOG_LEVELS.get(level, logging.INFO), "%s%s",
+                     f"[{logger}] " if logger else "", data)
+        if self.on_log is not None:
+            try:
+                self.on_log(self, level, logger, data)
+            except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
+                self.log.exception("on_log failed")
 
+    def _on_resource_updated(self, params: dict) -> None:
+        uri = params.get("uri")
+        if self.on_resource_updated is None or not isinstance(uri, str):
+            return
+        try:
+            self.on_resource_updated(self, uri)
+        except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
+            self.log.exception("on_resource_updated failed")
+
+
+def _same(items: list) -> list:
+    return items
+
+
+def _none(_: Any) -> None:
+    return None
 
 
 def _stop_forgotten_servers() -> None:

@@ -89,9 +89,14 @@ class Recording(McpServer):
 
     failure: BaseException | None = None
 
-    def _describe_failure(self, exc: BaseException) -> str:
-        self.failure = exc
-        return super()._describe_failure(exc)
+    def __init__(self, *args, **options):
+        super().__init__(*args, **options)
+        describe = self._connection.describe_failure
+
+        def recording(exc: BaseException) -> str:
+            self.failure = exc
+            return describe(exc)
+        self._connection.describe_failure = recording
 
 
 @pytest.mark.parametrize("protocol", ["modern", "2026-07-28"])

@@ -727,14 +727,14 @@ def test_an_older_tool_list_never_replaces_a_newer_one(started, monkeypatch):
     first_asked, release_first = threading.Event(), threading.Event()
     answers = iter([[{"name": "old"}], [{"name": "new"}]])
 
-    def fetch_all(method, field, timeout, timeout_message=None):
+    def fetch_all(method, field, timeout, timeout_message=None, cache="use"):
         items = next(answers)
         if items[0]["name"] == "old":
             first_asked.set()
             release_first.wait(WAIT)   # the older answer is set last
         return items
 
-    monkeypatch.setattr(server, "_fetch_all", fetch_all)
+    monkeypatch.setattr(server._catalog, "_fetch_all", fetch_all)
     older = threading.Thread(target=server._fetch_tools, args=(WAIT,), name="test-older-list")
     older.start()
     assert first_asked.wait(WAIT)

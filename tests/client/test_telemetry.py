@@ -125,7 +125,7 @@ def test_trace_context_reaches_the_server_in_meta_on_every_request(otel):
 
 
 def test_off_means_no_observer_and_a_missing_api_is_a_clear_error(everything_spec, monkeypatch):
-    assert McpServer(everything_spec, telemetry=False)._observer is None
+    assert McpServer(everything_spec, telemetry=False)._connection.hooks.observer is None
     with pytest.raises(ConfigError, match="telemetry: expected"):
         McpServer(everything_spec, telemetry="yes")
     monkeypatch.setattr(telemetry_module, "AVAILABLE", False)
