@@ -30,8 +30,10 @@ demo: install                                     ## the main job on the embedde
 bench: install peers                              ## raider_sync against the official SDK
 	$(PY) -m bench
 
-lint: install                                     ## ruff over the package, tests and benchmarks
+lint: install                                     ## ruff, the import contracts, mypy (setup.cfg)
 	$(VENV)/bin/ruff check raider_sync tests bench
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 docs: install                                     ## the manual in docs/_build/html, warnings as errors
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html

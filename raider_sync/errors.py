@@ -26,7 +26,7 @@ raider_sync, with ``raise ... from exc``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 
 class RaiderError(Exception):
@@ -110,7 +110,7 @@ class ConnectionClosed(RaiderError):
 STDERR_QUOTE_CHARS = 500
 
 
-def last_stderr_line(stderr_tail: list[str]) -> str:
+def last_stderr_line(stderr_tail: Sequence[str]) -> str:
     """The last line of ``stderr_tail`` as every message quotes it: its last
     :data:`STDERR_QUOTE_CHARS` characters, marked "…" when cut (a log line may be 64 KiB);
     "" when there is none. The end is kept: that is where a crash says what went wrong."""

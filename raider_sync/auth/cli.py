@@ -7,14 +7,16 @@ registration and tokens. Exit codes: 0 done, 1 the flow failed, 2 bad usage or c
 from __future__ import annotations
 
 import sys
+from typing import Callable
 
 from ..errors import AuthError, ConfigError
-from .consent import browser_consent, device_consent, paste_consent, redirect_consent
+from .consent import Consent, browser_consent, device_consent, paste_consent, redirect_consent
 from .oauth import OAuth
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-CONSENTS = {"browser": browser_consent, "paste": paste_consent, "device": device_consent,
-            "redirect": redirect_consent}
+CONSENTS: dict[str, Callable[..., Consent]] = {
+    "browser": browser_consent, "paste": paste_consent, "device": device_consent,
+    "redirect": redirect_consent}
 
 
 def register(sub) -> None:

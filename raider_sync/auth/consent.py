@@ -38,8 +38,8 @@ CONSENT_TIMEOUT = 300.0
 def show_url(url: str, what: str = "Open this URL to authorize") -> None:
     """Print ``url`` to stderr, and as a link when running in a notebook."""
     try:
-        from IPython import get_ipython  # type: ignore[import-not-found]
-        from IPython.display import HTML, display  # type: ignore[import-not-found]
+        from IPython import get_ipython
+        from IPython.display import HTML, display
         if get_ipython() is not None and getattr(get_ipython(), "kernel", None) is not None:
             display(HTML(f'{html.escape(what)}: <a href="{html.escape(url)}" '
                          f'target="_blank">{html.escape(url)}</a>'))

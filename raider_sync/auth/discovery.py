@@ -80,8 +80,9 @@ def as_candidates(issuer: str) -> list[str]:
             f"{base}/.well-known/openid-configuration"]
 
 
-def check_resource(resource: str, server_url: str) -> None:
-    """Refuse a protected-resource ``resource`` that does not cover ``server_url``."""
+def check_resource(resource: object, server_url: str) -> str:
+    """``resource``, the protected-resource metadata's, once it covers ``server_url``; raises
+    AuthError for one that does not (or is not a string)."""
     if not isinstance(resource, str) or not resource:
         raise AuthError(f"{STEP}: the protected-resource metadata has no resource", step=STEP)
     ours, theirs = urlsplit(canonical_resource(server_url)), urlsplit(canonical_resource(resource))
@@ -92,6 +93,7 @@ def check_resource(resource: str, server_url: str) -> None:
         raise AuthError(f"{STEP}: the protected-resource metadata is for {resource!r}, not for "
                         f"{server_url!r}; refusing to authorize", step=STEP,
                         error="resource_mismatch")
+    return resource
 
 
 def _issuer_matches(found: object, issuer: str) -> bool:
@@ -153,8 +155,7 @@ def discover(http: AuthHttp, server_url: str, *, header_url: str | None = None,
     prm = fetch_prm(http, server_url, header_url, deadline)
     if prm is None:
         return _legacy(http, server_url, metadata_url, deadline)
-    resource = prm.get("resource")
-    check_resource(resource, server_url)
+    resource = check_resource(prm.get("resource"), server_url)
     servers = [s for s in prm.get("authorization_servers") or [] if isinstance(s, str)]
     if not servers:
         raise AuthError(f"{STEP}: the protected-resource metadata lists no authorization_servers",

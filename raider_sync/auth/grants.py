@@ -115,7 +115,8 @@ def device_code(endpoint: TokenEndpoint, client: Client,
                             what="the device authorization endpoint")
     device, user_code = started.get("device_code"), started.get("user_code")
     uri = started.get("verification_uri") or started.get("verification_url")
-    if not all(isinstance(v, str) and v for v in (device, user_code, uri)):
+    if not (isinstance(device, str) and isinstance(user_code, str) and isinstance(uri, str)
+            and device and user_code and uri):
         raise AuthError("consent: the device authorization answer lacks device_code, "
                         "user_code or verification_uri", step="consent")
     show(uri, user_code, started.get("verification_uri_complete"))

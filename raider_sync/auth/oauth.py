@@ -456,10 +456,12 @@ class OAuth:
             self._save({**record, **base, "tokens": tokens})
             return
         consent = self.consent
+        assert consent is not None  # no grant, so a consent: checked at the top
         scope = scope or self._scope(found, disc, person=True)
-        device = isinstance(consent, DeviceConsent) and bool(
-            disc.endpoint("device_authorization_endpoint"))
-        grants = (*CODE_GRANTS, DEVICE_GRANT) if device else CODE_GRANTS
+        # the device grant when the consent asks for it and the server offers it
+        device = consent if isinstance(consent, DeviceConsent) and disc.endpoint(
+            "device_authorization_endpoint") else None
+        grants = (*CODE_GRANTS, DEVICE_GRANT) if device is not None else CODE_GRANTS
         redirect_uri = consent.prepare(self.callback_port)
         try:
             client, kept = self._identity(disc, record, redirect_uri, scope, deadline, grants)
@@ -468,9 +470,9 @@ class OAuth:
                 self._save(record)
                 self._requested |= set((scope or "").split())
                 try:
-                    if device:
-                        tokens = device_code(endpoint, client, consent.show, scope,
-                                             timeout=consent.timeout)
+                    if device is not None:
+                        tokens = device_code(endpoint, client, device.show, scope,
+                                             timeout=device.timeout)
                     else:
                         tokens = authorization_code(endpoint, client, consent, redirect_uri,
                                                     scope, deadline=deadline)

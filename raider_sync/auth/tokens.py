@@ -161,7 +161,8 @@ class TokenEndpoint:
         server's error and error_description."""
         url = url or self.url
         for attempt in (1, 2):
-            body, headers = dict(form), {}
+            body = dict(form)
+            headers: dict[str, str] = {}
             self.authenticate(body, headers, client)
             if self.dpop is not None:
                 headers["DPoP"] = self.dpop.proof("POST", url, nonce=self.nonces.get(url))

@@ -105,7 +105,9 @@ class AuthHttp:
         refused request's answer refers to its pool) can keep them open long after."""
         for adapter in self.session.adapters.values():
             manager = getattr(adapter, "poolmanager", None)
-            for key in list(manager.pools.keys()) if manager is not None else []:
+            if manager is None:
+                continue
+            for key in list(manager.pools.keys()):
                 pool = manager.pools.get(key)
                 if pool is not None:
                     pool.close()

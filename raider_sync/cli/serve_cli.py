@@ -94,7 +94,8 @@ def run_serve(args) -> int:
         if args.http is None:
             tool_server.serve_stdio()
             return EXIT_OK
-        return _serve_http(tool_server, *args.http, path=args.path)
+        host, port = args.http
+        return _serve_http(tool_server, host, port, path=args.path)
 
 
 def _serve_http(tool_server, host: str, port: int, path: str) -> int:

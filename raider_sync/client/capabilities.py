@@ -48,7 +48,8 @@ class ClientCapabilities:
                 raise TypeError(f"{label} must be callable, not {type(handler).__name__}")
         if roots is not None and not callable(roots):
             roots = normalize_roots(roots)  # a fixed list is checked once, now
-        self.roots = roots
+        # a callable asked at each roots/list, or the fixed list, checked
+        self.roots: Callable[[], Iterable[str | dict]] | list[dict] | None = roots
         self.on_sampling = on_sampling
         self.on_elicitation = on_elicitation
 
@@ -67,23 +68,25 @@ class ClientCapabilities:
         """The answer to a server request. Raises MethodNotFound for a method without a
         handler, McpError (or whatever a handler raises) for a failure."""
         if method == "roots/list" and self.roots is not None:
-            return {"roots": self._roots()}
+            return {"roots": self._roots(self.roots)}
         if method == "sampling/createMessage" and self.on_sampling is not None:
             return _object(self.on_sampling(params), "on_sampling")
         if method == "elicitation/create" and self.on_elicitation is not None:
-            return self._elicit(params)
+            return self._elicit(self.on_elicitation, params)
         raise MethodNotFound(method)
 
-    def _roots(self) -> list[dict]:
-        if callable(self.roots):
+    @staticmethod
+    def _roots(roots: Callable[[], Iterable[str | dict]] | list[dict]) -> list[dict]:
+        if callable(roots):
             try:
-                return normalize_roots(self.roots())
+                return normalize_roots(roots())
             except (TypeError, ValueError) as exc:
                 raise McpError(INTERNAL_ERROR, f"the client's roots are not usable: {exc}") from exc
-        return [dict(root) for root in self.roots]  # type: ignore[union-attr]
+        return [dict(root) for root in roots]
 
-    def _elicit(self, params: dict) -> dict:
-        result = _object(self.on_elicitation(params), "on_elicitation")  # type: ignore[misc]
+    @staticmethod
+    def _elicit(on_elicitation: Handler, params: dict) -> dict:
+        result = _object(on_elicitation(params), "on_elicitation")
         action = result.get("action")
         if action not in ELICITATION_ACTIONS:
             raise McpError(INTERNAL_ERROR, f"on_elicitation answered action {action!r}; expected "

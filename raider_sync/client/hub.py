@@ -27,6 +27,7 @@ from ..config import McpConfig, ServerSpec, find_named
 from ..errors import NotConnected, RaiderError, ToolTimeout, UnknownServer, UnknownTool
 from ..threads.futures import Deadline, all_done, failed, settle, then
 from .lifecycle import UP
+from .results import ToolResult
 from .server import McpServer
 
 log = logging.getLogger("raider_sync.hub")
@@ -287,7 +288,7 @@ class McpHub:
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
-                  raise_on_error: bool | None = None) -> dict:
+                  raise_on_error: bool | None = None) -> ToolResult:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
@@ -382,7 +383,8 @@ class McpHub:
                 candidate = self._new_client(spec)
                 reason = _restart_reason(existing, candidate)
                 if reason is None:
-                    clients[spec.name] = existing  # type: ignore[assignment]
+                    assert existing is not None  # kept: only an existing client has no reason
+                    clients[spec.name] = existing
                     kept.append(spec.name)
                     continue
                 clients[spec.name] = candidate

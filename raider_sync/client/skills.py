@@ -89,9 +89,10 @@ def frontmatter(text: str) -> dict | None:
 def read_text(server: Any, uri: str, timeout: float) -> str:
     contents = server.read_resource(uri, timeout=timeout, cache="bypass")
     texts = [c.get("text") for c in contents if isinstance(c, dict)]
-    if not texts or not all(isinstance(t, str) for t in texts):
+    strings = [t for t in texts if isinstance(t, str)]
+    if not texts or len(strings) != len(texts):
         raise SkillRejected(f"{uri}: the server did not answer with text")
-    return "".join(texts)
+    return "".join(strings)
 
 
 def get_skill(server: Any, uri: str, timeout: float) -> dict:
@@ -108,7 +109,9 @@ def get_skill(server: Any, uri: str, timeout: float) -> dict:
     main = items.get(skill["uri"], {"uri": skill["uri"]})
     body = read_text(server, skill["uri"], timeout)
     verify(body, main)
-    declared = skill.get("frontmatter") if isinstance(skill.get("frontmatter"), dict) else {}
+    declared = skill.get("frontmatter")
+    if not isinstance(declared, dict):
+        declared = {}
     parsed = frontmatter(body)
     if parsed is None or any(str(parsed.get(key)) != str(value)
                              for key, value in declared.items()):

@@ -37,7 +37,8 @@ try:  # once, at import: the no-op path is a None check per request
     from opentelemetry import propagate as _propagate
     from opentelemetry import trace as _trace
 except ImportError:  # pragma: no cover - exercised where the extra is not installed
-    _trace = _metrics = _propagate = None
+    # None without the extra: AVAILABLE (and a None check) guards every use
+    _trace = _metrics = _propagate = None  # type: ignore[assignment]
 
 #: whether opentelemetry-api is installed
 AVAILABLE = _trace is not None

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
@@ -154,14 +155,14 @@ class GatewayConfig(_Settings):
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
         if path.endswith(".toml"):
-            try:
+            if sys.version_info < (3, 11):  # tomllib came with Python 3.11
+                raise ConfigError(f"{path}: TOML configs need Python 3.11; use JSON")
+            else:
                 import tomllib
-            except ImportError as exc:  # Python 3.10
-                raise ConfigError(f"{path}: TOML configs need Python 3.11; use JSON") from exc
-            try:
-                data = tomllib.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+                try:
+                    data = tomllib.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                    raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
         else:
             try:
                 data = json.loads(raw)
@@ -347,7 +348,7 @@ def server_problems(server: GatewayServer) -> list[str]:
             if problem:
                 out.append(f"headers.{header}: {problem}")
         if server.credential is not None:
-            out.extend(f"credential.{p}" for p in _credential_problems(server))
+            out.extend(f"credential.{p}" for p in _credential_problems(server, server.credential))
         for field in ("command", "args", "env"):
             if field in server.model_fields_set:
                 out.append(f"{field}: only a stdio server has a {field}")
@@ -360,8 +361,7 @@ def server_problems(server: GatewayServer) -> list[str]:
     return out
 
 
-def _credential_problems(server: GatewayServer) -> list[str]:
-    credential = server.credential
+def _credential_problems(server: GatewayServer, credential: Credential) -> list[str]:
     out = []
     header, lowered = credential.header, credential.header.lower()
     if not _TOKEN.match(header):
@@ -407,6 +407,7 @@ def _key_digests(keys: list[tuple[str, GatewayKey]], env: Mapping[str, str],
         if key.sha256 is not None:
             digest = bytes.fromhex(key.sha256)
         else:
+            assert key.env is not None  # _keys keeps a key only with exactly one of the two
             value = env.get(key.env, "")
             if not value:
                 problems.append(f"{where}.env: environment variable {key.env} is not set")

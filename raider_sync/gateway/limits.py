@@ -61,7 +61,8 @@ class KeyLimits:
     def held(self, key: str) -> tuple[int, int]:
         """``(requests, streams)`` the key holds now."""
         with self._lock:
-            return tuple(self._held.get(key, (0, 0)))
+            requests, streams = self._held.get(key, (0, 0))
+            return requests, streams
 
     def _give_back(self, key: str, stream: bool) -> None:
         held = self._held.get(key)

@@ -26,7 +26,7 @@ import functools
 import json
 import re
 import unicodedata
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import parse_qsl, quote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 _TRANSPORTS = ("stdio", "streamable-http")
@@ -169,7 +169,7 @@ def config_header_problem(name: Any) -> Optional[str]:
     return None
 
 
-def _header_items(headers: Headers) -> Iterable[tuple[Any, Any]]:
+def _header_items(headers: Headers) -> Iterable[Sequence[Any]]:
     """The ``(name, value)`` pairs of a mapping or a sequence of pairs; anything else (a
     number, a string, an entry that is not a pair) yields nothing for it, never an error."""
     if headers is None or isinstance(headers, (str, bytes)):
@@ -215,7 +215,7 @@ def _query_pairs(query: Query) -> Optional[list[tuple[str, str]]]:
         return parse_qsl(query, keep_blank_values=True)
     if not isinstance(query, (Mapping, list, tuple)):
         return None
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     for key, value in _header_items(query):
         values = value if isinstance(value, (list, tuple)) else [value]
         pairs.extend((str(key), "" if v is None else str(v)) for v in values)

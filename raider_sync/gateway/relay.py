@@ -452,7 +452,7 @@ class Relay:
             or usage_log.isEnabledFor(logging.INFO) else None
         if text is not None:
             usage_log.info(text, extra={"usage": event})  # one JSON line, for log pipelines
-        if self._usage_fd is not None:
+        if text is not None and self._usage_fd is not None:  # the file may be opened meanwhile
             line = (text + "\n").encode()
             with self._usage_lock:
                 try:

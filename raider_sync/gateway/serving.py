@@ -34,7 +34,12 @@ import signal
 import socket
 import threading
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..errors import InvalidArgument
+
+if TYPE_CHECKING:  # waitress is imported only when serving (the gateway extra)
+    from waitress.receiver import ChunkedReceiver, FixedStreamReceiver
 
 HEADER_TIMEOUT = 10.0
 CHANNEL_TIMEOUT = 60
@@ -153,15 +158,14 @@ def _strict(server, header_timeout: float) -> None:
             if self.completed or self.body_rcv is None:
                 consumed = super().received(data)  # the head: parse_header cuts what it must
             else:
-                consumed = self._received_body(data)
+                consumed = self._received_body(self.body_rcv, data)
             if self.cut is not None and self.completed:
                 return len(data)  # the rest belongs to the unread body, not to a next request
             return consumed
 
-        def _received_body(self, data) -> int:
+        def _received_body(self, body: ChunkedReceiver | FixedStreamReceiver, data: bytes) -> int:
             # waitress's own accounting counts the chunked framing against the limit and
             # answers a malformed chunk itself; the limit is on the body the app would read
-            body = self.body_rcv
             consumed = body.received(data)
             self.body_bytes_received += consumed
             if body.error is not None:
@@ -171,7 +175,8 @@ def _strict(server, header_timeout: float) -> None:
             elif body.completed:
                 self.completed = True
                 if self.chunked:  # as waitress does: the app sees a body of known length
-                    self.headers["CONTENT_LENGTH"] = str(len(body))
+                    # a dict in waitress (parse_header fills it); its stubs say Mapping
+                    self.headers["CONTENT_LENGTH"] = str(len(body))  # type: ignore[index]
             return consumed
 
         def get_body_stream(self):
@@ -245,7 +250,8 @@ class Serving:
     named ``raider-gateway-serve``. ``stop(timeout)`` closes every connection and the listening
     socket, joins the serving thread and waitress's worker threads (each bounded by ``timeout``
     seconds). Raises ImportError when waitress is not installed, OSError when the address is
-    taken.
+    taken, InvalidArgument for a host name with several addresses (waitress would listen on
+    each).
 
     waitress reads a whole request body before it calls ``app``; a body over
     ``max_request_bytes`` (default: the relay's ``config.max_request_bytes``) is not read nor
@@ -265,10 +271,18 @@ class Serving:
             max_request_bytes = getattr(getattr(app, "config", None), "max_request_bytes", None)
         self.settings = waitress_settings(threads, max_request_bytes, connection_limit)
         where = {"sockets": [sock]} if sock is not None else {"host": host, "port": port}
-        self.server = waitress.server.create_server(app, **where, **self.settings)
-        _strict(self.server, header_timeout)
-        self.host = self.server.effective_host
-        self.port = self.server.effective_port
+        server = waitress.server.create_server(app, **where, **self.settings)
+        if not isinstance(server, waitress.server.BaseWSGIServer):
+            # a host name with several addresses: waitress would listen on each, with a
+            # server of another kind that has none of the hooks below
+            server.close()
+            raise InvalidArgument(f"host {host!r} has {len(server.effective_listen)} "
+                                  f"addresses; give one of them")
+        self.server = server
+        _strict(server, header_timeout)
+        # waitress sets these (and _map, trigger) in BaseWSGIServer.__init__; its stubs omit them
+        self.host = server.effective_host  # type: ignore[attr-defined]
+        self.port = server.effective_port  # type: ignore[attr-defined]
         self._thread: Optional[threading.Thread] = None
         self._running = threading.Event()
         self._done = threading.Event()
@@ -295,7 +309,7 @@ class Serving:
         return self
 
     def _close_all(self) -> None:
-        for dispatcher in list(self.server._map.values()):
+        for dispatcher in list(self.server._map.values()):  # type: ignore[attr-defined]
             dispatcher.close()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -304,15 +318,16 @@ class Serving:
         if self._running.is_set() or (self._thread is not None and self._thread.is_alive()):
             # the loop owns its sockets: close them from inside it
             try:
-                self.server.trigger.pull_trigger(self._close_all)
+                self.server.trigger.pull_trigger(self._close_all)  # type: ignore[attr-defined]
             except OSError:  # the loop has closed its trigger: it has ended or is ending
                 pass
             self._done.wait(timeout)
             if self._thread is not None:
                 self._thread.join(timeout)
-        if self.server._map:  # the loop is not running any more
+        if self.server._map:  # type: ignore[attr-defined]  # the loop is not running any more
             self._close_all()
-        self.server.task_dispatcher.shutdown(timeout=timeout)
+        # waitress takes any number of seconds; its stubs say int
+        self.server.task_dispatcher.shutdown(timeout=timeout)  # type: ignore[arg-type]
 
     def __enter__(self) -> "Serving":
         return self.start()

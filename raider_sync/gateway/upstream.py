@@ -38,7 +38,7 @@ import select
 import socket
 import ssl
 import threading
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 from urllib.parse import urlsplit
 
 Origin = tuple[str, str, int]
@@ -70,6 +70,9 @@ class _HTTPS(_Joined, http.client.HTTPSConnection):
     pass
 
 
+_Connection = Union[_HTTP, _HTTPS]  # every pooled connection holds its head for the body
+
+
 @functools.lru_cache(maxsize=1024)
 def _target(url: str) -> tuple[Origin, str]:
     """((scheme, host, port), request target) of an absolute http(s) URL."""
@@ -97,9 +100,10 @@ class Answer:
     """An upstream's answer: ``status``, ``headers`` (``(name, value)`` pairs as sent),
     ``content_type`` and ``length`` (the Content-Length, ``None`` when chunked or unknown)."""
 
-    def __init__(self, upstream: "Upstream", origin: Origin, conn: http.client.HTTPConnection,
+    def __init__(self, upstream: "Upstream", origin: Origin, conn: _Connection,
                  sock: socket.socket, response: http.client.HTTPResponse):
-        self._upstream, self._origin, self._conn, self._sock = upstream, origin, conn, sock
+        self._upstream, self._origin, self._sock = upstream, origin, sock
+        self._conn: Optional[_Connection] = conn
         self._response = response
         self._complete = False
         self.status = response.status
@@ -151,7 +155,7 @@ class Upstream:
 
     def __init__(self, pool_size: int = 16):
         self.pool_size = max(1, pool_size)
-        self._idle: dict[Origin, list[http.client.HTTPConnection]] = {}
+        self._idle: dict[Origin, list[_Connection]] = {}
         self._lock = threading.Lock()
         self._tls: Optional[ssl.SSLContext] = None
         self._closed = False
@@ -178,7 +182,7 @@ class Upstream:
             raise
         return Answer(self, origin, conn, sock, response)
 
-    def _connection(self, origin: Origin, timeout: float) -> http.client.HTTPConnection:
+    def _connection(self, origin: Origin, timeout: float) -> _Connection:
         scheme, host, port = origin
         if scheme == "https":
             return _HTTPS(host, port, timeout=timeout, context=self._context())
@@ -191,7 +195,7 @@ class Upstream:
             self._tls = ssl.create_default_context(cafile=DEFAULT_CA_BUNDLE_PATH)
         return self._tls
 
-    def _take(self, origin: Origin) -> Optional[http.client.HTTPConnection]:
+    def _take(self, origin: Origin) -> Optional[_Connection]:
         while True:
             with self._lock:
                 idle = self._idle.get(origin)
@@ -202,7 +206,7 @@ class Upstream:
                 return conn
             conn.close()
 
-    def _release(self, origin: Origin, conn: http.client.HTTPConnection, reusable: bool) -> None:
+    def _release(self, origin: Origin, conn: _Connection, reusable: bool) -> None:
         if reusable and conn.sock is not None:
             with self._lock:
                 idle = self._idle.setdefault(origin, [])

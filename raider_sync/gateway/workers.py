@@ -65,18 +65,21 @@ class WaitressWorker(Worker):
         if len(self.sockets) != 1:
             raise RuntimeError(f"{type(self).__name__} serves one address, "
                                f"not {len(self.sockets)} (one --bind)")
+        # gunicorn's listeners (gunicorn.sock.BaseSocket) hold the socket; its stubs say socket
+        listener = self.sockets[0].sock  # type: ignore[attr-defined]
         serving = Serving(self.wsgi, threads=self.cfg.threads,
                           connection_limit=self.cfg.worker_connections,
-                          header_timeout=self.header_timeout, sock=self.sockets[0].sock)
+                          header_timeout=self.header_timeout, sock=listener)
         tick = serving.server.maintenance
 
         def heartbeat(now: float) -> None:
-            tick(now)
+            tick(now)  # type: ignore[arg-type]  # waitress passes time.time(); its stubs say int
             if not self.alive or os.getppid() != self.ppid:
                 raise _Stop  # out of the loop, past waitress's own handling of SystemExit
             self.notify()
 
-        serving.server.maintenance = heartbeat
+        # waitress's loop calls this server's maintenance(now): a hook per server, as _strict sets
+        serving.server.maintenance = heartbeat  # type: ignore[method-assign]
         try:
             serving.run()
         except _Stop:

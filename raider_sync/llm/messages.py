@@ -120,7 +120,9 @@ def _block_parts(block: dict) -> list[_Part]:
             return [_Part("image", mime=mime, data=data)]
         return [_Part("text", f"[{kind} {mime}, {_size(data)} not shown]")]
     if kind == "resource":
-        resource = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        resource = block.get("resource")
+        if not isinstance(resource, dict):
+            resource = {}
         uri = resource.get("uri", "")
         mime = str(resource.get("mimeType") or "")
         if isinstance(resource.get("text"), str):

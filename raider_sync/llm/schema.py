@@ -421,7 +421,9 @@ def nullable(schema: dict) -> dict:
         return schema
     if "anyOf" in schema:
         return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
-    types = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    types = schema.get("type")
+    if not isinstance(types, list):
+        types = [types]
     if "type" in schema and "const" not in schema and not {"object", "array"} & set(types):
         out = dict(schema)
         out["type"] = [*types, "null"]
@@ -446,4 +448,4 @@ def accepts_null(schema: Any) -> bool:
     if isinstance(schema.get("enum"), list) and "type" not in schema:
         return None in schema["enum"]
     return any(accepts_null(b) for key in ("anyOf", "oneOf")
-               for b in (schema.get(key) if isinstance(schema.get(key), list) else []))
+               if isinstance(schema.get(key), list) for b in schema[key])

@@ -79,7 +79,8 @@ class InProcessTransport(Transport):
 
     def __init__(self, tool_server: Any, *, name: str, grace: float = 2.0):
         self.grace = grace
-        to_server, to_client = queue.SimpleQueue(), queue.SimpleQueue()
+        to_server: queue.SimpleQueue[Any] = queue.SimpleQueue()  # encoded messages, then an end
+        to_client: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.name = name
         self.client_end = QueueEnd(to_client, to_server, name=f"{name}-client")
         self.server_end = QueueEnd(to_server, to_client, name=f"{name}-server")

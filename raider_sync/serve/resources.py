@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import builtins
 import logging
 import re
 import threading
@@ -129,6 +130,7 @@ class Resources:
         return then(all_done(futures), lambda _: [
             _entry(s, r) for s, f in zip(servers, futures, strict=True) for r in _listed(s, f)])
 
+    # (the signatures below say builtins.list: this method hides the builtin in the class)
     def list(self, server: str | None = None, *, timeout: float | None = None) -> list[dict]:
         """Blocking :meth:`list_f`. Raises UnknownServer, or RequestTimeout when the listing
         takes longer than ``timeout`` s (default: the ``timeout`` given, else 60)."""
@@ -168,7 +170,7 @@ class Resources:
 
     # -- attachments ---------------------------------------------------------------------
 
-    def mentions(self, prompt: str) -> list[tuple[Any, list[str]]]:
+    def mentions(self, prompt: str) -> builtins.list[tuple[Any, builtins.list[str]]]:
         """The distinct ``@server:scheme://path`` mentions of ``prompt`` that name a connected
         server with resources: ``(server, uris to try)``, the whole first, then with trailing
         sentence punctuation taken off one character at a time."""
@@ -199,7 +201,7 @@ class Resources:
             return failed(exc)
         return self._attachments_f(self.mentions(prompt), bound)
 
-    def attachments(self, prompt: str, *, timeout: float | None = None) -> list[str]:
+    def attachments(self, prompt: str, *, timeout: float | None = None) -> builtins.list[str]:
         """For each distinct ``@server:scheme://path`` of ``prompt`` that names a connected
         server with resources and can be read: the two ``<system-reminder>`` blocks of an
         attachment, as one string, in the order of the prompt. The path ends at whitespace;
@@ -214,7 +216,7 @@ class Resources:
         return _wait(self._attachments_f(mentions, bound), tries * max(reads or [0.0]),
                      "reading the mentioned resources")
 
-    def _attachments_f(self, mentions: list[tuple[Any, list[str]]],
+    def _attachments_f(self, mentions: builtins.list[tuple[Any, builtins.list[str]]],
                        timeout: float | None) -> Future:
         reads = [_first_readable(self, server, uris, timeout) for server, uris in mentions]
 

@@ -31,7 +31,9 @@ def has_envelope(params: Any) -> bool:
 def check_envelope(params: dict) -> str:
     """The revision of a stateless request. Raises McpError -32602 for a request without the
     required ``_meta`` keys, -32022 for a revision not served."""
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        meta = {}
     missing = [key for key in (META_VERSION, META_CAPABILITIES) if key not in meta]
     if missing:
         raise McpError(INVALID_PARAMS, f"the request's _meta lacks {', '.join(missing)}")
@@ -57,7 +59,9 @@ def listen_ack(params: dict, request_id: Any, can: dict) -> dict:
     """The honored subset of a listen request's filter (``can``: which list kinds may
     change, and ``resourceSubscriptions``: whether resources are announced), as the params
     of its acknowledgement."""
-    wanted = params.get("notifications") if isinstance(params.get("notifications"), dict) else {}
+    wanted = params.get("notifications")
+    if not isinstance(wanted, dict):
+        wanted = {}
     honored: dict[str, Any] = {key: True for key in ("toolsListChanged", "promptsListChanged",
                                                      "resourcesListChanged")
                                if wanted.get(key) and can.get(key)}

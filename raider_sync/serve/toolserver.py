@@ -288,7 +288,7 @@ class ToolServer:
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
                   timeout: float | None = None, on_progress=None,
-                  raise_on_error: bool = False) -> dict:
+                  raise_on_error: bool = False) -> ToolResult:
         """Blocking :meth:`call_tool_f`. Raises ToolTimeout after ``timeout`` s (default
         :attr:`call_timeout`); the handler itself cannot be interrupted."""
         bound = seconds(timeout, self.call_timeout, method="ToolServer.call_tool")

@@ -185,17 +185,26 @@ class BashTools:
             return resolved((f"Error: the command could not start: {exc}", True))
         notified = self.tasks is not None
         if background:
+            assert shell.id is not None  # adopted by spawn
             return resolved((started_in_background(shell.id, notified), False))
         timeout = self._seconds(inp.get("timeout"), self.default_timeout)
         runtime = self._runtime  # the timer must not keep this object alive
-        timer = runtime.reaper.call_later(
-            timeout, lambda: runtime.to_background(
-                shell, lambda s: (moved_to_background(s.id, timeout, notified), False)))
+
+        def moved(adopted: Shell) -> Result:
+            assert adopted.id is not None  # to_background adopts it first
+            return moved_to_background(adopted.id, timeout, notified), False
+
+        timer = runtime.reaper.call_later(timeout, lambda: runtime.to_background(shell, moved))
         with shell.lock:
             shell.timer = timer
             if shell.reaped:  # it ended before the timer was known: nothing to move
                 timer.cancel()
-        shell.result.add_done_callback(lambda result: result.cancelled() and runtime.interrupt(shell))
+
+        def interrupted(result: Future) -> None:
+            if result.cancelled():
+                runtime.interrupt(shell)
+
+        shell.result.add_done_callback(interrupted)
         return shell.result
 
     def notification(self, shell: Shell, status: str) -> tuple[str, str]:
@@ -236,6 +245,7 @@ class BashTools:
                 return read_new(target, pattern, limit), False
             done = target.done
         else:
+            assert entry is not None  # found above: no shell or monitor has that id
             def answer() -> Result:
                 return entry_status(entry, clip_text(entry_report(entry), limit)), False
             done = entry.done
@@ -268,12 +278,13 @@ class BashTools:
                     return stopped(task_id, command), False
                 return f"Error: task {task_id} did not stop", True
             return self._runtime.after(target.done, self.kill_grace + STOP_SLACK, answer)
-        entry = self.tasks.get(task_id) if self.tasks is not None else None
-        if entry is None:
+        tasks = self.tasks
+        entry = tasks.get(task_id) if tasks is not None else None
+        if tasks is None or entry is None:
             return resolved((unknown(task_id), True))
         if not entry.running:
             return resolved((not_running(entry.id, entry.status), True))
-        if not self.tasks.stop(entry.id):
+        if not tasks.stop(entry.id):
             return resolved((f"Error: task {entry.id} cannot be stopped", True))
         return resolved((stopped(entry.id, entry.description), False))
 
@@ -287,7 +298,8 @@ class BashTools:
 
     def monitor_f(self, inp: dict, caller: CallerLike = None) -> Future:
         """:meth:`monitor` as a future (already resolved: a monitor answers at once)."""
-        if self.tasks is None:
+        tasks = self.tasks
+        if tasks is None:
             return resolved(("Error: monitor needs a task registry (tasks)", True))
         caller = as_caller(caller)
         admitted = self._admit(inp, caller)
@@ -297,23 +309,23 @@ class BashTools:
         timeout = self.monitor_seconds(inp.get("timeout_ms"))
         try:
             with self._runtime.starting():  # a close() meanwhile waits, then stops it
-                return self._start_monitor(command, inp, cwd, timeout, caller)
+                return self._start_monitor(tasks, command, inp, cwd, timeout, caller)
         except Closed:
             return resolved((CLOSED, True))
 
-    def _start_monitor(self, command: str, inp: dict, cwd: str | None, timeout: float,
-                       caller: Caller) -> Future:
-        task_id = self.tasks.new_id("monitor")
+    def _start_monitor(self, tasks: Tasks, command: str, inp: dict, cwd: str | None,
+                       timeout: float, caller: Caller) -> Future:
+        task_id = tasks.new_id("monitor")
         monitor = Monitor(task_id, command, str(inp.get("description") or ""), cwd, timeout,
-                          tasks=self.tasks, bash_path=self.bash_path, recipient=caller.recipient,
+                          tasks=tasks, bash_path=self.bash_path, recipient=caller.recipient,
                           call=caller.call, kill_grace=self.kill_grace,
                           environment=self._runtime.environment(), **self.monitor_options)
-        self.tasks.register("monitor", description=monitor.label, recipient=caller.recipient,
-                            call=caller.call, stop=monitor.stop, task_id=task_id)
+        tasks.register("monitor", description=monitor.label, recipient=caller.recipient,
+                       call=caller.call, stop=monitor.stop, task_id=task_id)
         try:
             monitor.start()
         except OSError as exc:
-            self.tasks.finish(task_id, "failed", error=str(exc))
+            tasks.finish(task_id, "failed", error=str(exc))
             return resolved((f"Error: the command could not start: {exc}", True))
         self._runtime.add_monitor(monitor)
         return resolved((monitor_started(task_id, timeout), False))

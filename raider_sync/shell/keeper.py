@@ -45,7 +45,7 @@ def marked(prefix: str) -> list[int]:
     needle = f"{VARIABLE}={prefix}".encode()
     exact = not prefix.endswith(".")
     me = os.getpid()
-    found = []
+    found: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:

@@ -47,7 +47,8 @@ class Monitor:
 
     kind = "monitor"
 
-    def __init__(self, task_id: str, command: str, description: str, cwd: str, timeout: float, *,
+    def __init__(self, task_id: str, command: str, description: str, cwd: str | None,
+                 timeout: float, *,
                  tasks: Tasks, bash_path: str, recipient: str = "main", call: str | None = None,
                  kill_grace: float = 2.0, batch_window: float = 0.2, burst_limit: int = 100,
                  burst_window: float = 1.0, max_line_chars: int = 2000,
@@ -66,6 +67,8 @@ class Monitor:
         self.burst_limit = burst_limit
         self.burst_window = burst_window
         self.max_line_chars = max_line_chars
+        self.mark: str
+        self.env: dict | None
         self.mark, self.env = environment or ("", None)  # see keeper.py
         self.status = RUNNING
         self.exit_code: int | None = None
@@ -101,6 +104,12 @@ class Monitor:
         return self.status == RUNNING
 
     @property
+    def _process(self) -> subprocess.Popen:
+        """The process, for the reader thread: start() sets it before the thread starts."""
+        assert self.proc is not None
+        return self.proc
+
+    @property
     def label(self) -> str:
         return self.description or self.command
 
@@ -111,7 +120,7 @@ class Monitor:
         self.output = OutputFile()
         pipe_r, pipe_w = os.pipe()
         try:
-            self.proc = subprocess.Popen(
+            proc = self.proc = subprocess.Popen(
                 [self.bash_path, "-c", self.command], cwd=self.cwd, stdin=subprocess.DEVNULL,
                 stdout=pipe_w, stderr=self.output.fd, start_new_session=True, close_fds=True,
                 env=self.env)
@@ -126,7 +135,7 @@ class Monitor:
         os.set_blocking(self._wake_w, False)
         if hasattr(os, "pidfd_open"):
             try:
-                self._pidfd = os.pidfd_open(self.proc.pid)
+                self._pidfd = os.pidfd_open(proc.pid)
             except OSError:
                 self._pidfd = None
         self._deadline = time.monotonic() + self.timeout
@@ -161,7 +170,7 @@ class Monitor:
             self._loop()
         except Exception:  # noqa: BLE001
             log.exception("monitor %s failed", self.id)
-            signal_group(self.proc.pid, signal.SIGKILL)
+            signal_group(self._process.pid, signal.SIGKILL)
         finally:
             self._finish()
 
@@ -176,7 +185,7 @@ class Monitor:
                 if reason:
                     self._begin_stop(reason, now)
             if self._kill_at is not None and now >= self._kill_at and not exited:
-                signal_group(self.proc.pid, signal.SIGKILL)
+                signal_group(self._process.pid, signal.SIGKILL)
                 self._kill_at = None
             if self._batch and now >= self._batch_due:
                 self._flush()
@@ -208,7 +217,7 @@ class Monitor:
                     eof = True
             if not exited and self._has_exited(ready):
                 exited, exited_at = True, time.monotonic()
-                signal_group(self.proc.pid, signal.SIGKILL)  # leftovers; the leader holds the pgid
+                signal_group(self._process.pid, signal.SIGKILL)  # leftovers; the leader holds the pgid
         if partial:
             self._line(partial.decode("utf-8", "replace").rstrip("\r"))
         if self._batch and self.end_reason != "burst":
@@ -219,16 +228,16 @@ class Monitor:
             return self._pidfd in ready
         if hasattr(os, "waitid"):
             try:
-                return os.waitid(os.P_PID, self.proc.pid,
+                return os.waitid(os.P_PID, self._process.pid,
                                  os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None
             except ChildProcessError:
                 return True
-        return self.proc.poll() is not None  # pragma: no cover - reaps; tiny pgid race
+        return self._process.poll() is not None  # pragma: no cover - reaps; tiny pgid race
 
     def _begin_stop(self, reason: str, now: float) -> None:
         self._stopping = True
         self.end_reason = reason
-        signal_group(self.proc.pid, signal.SIGTERM)
+        signal_group(self._process.pid, signal.SIGTERM)
         self._kill_at = now + self.kill_grace
 
     def _take_lines(self, data: bytes) -> bytes:
@@ -266,7 +275,7 @@ class Monitor:
 
     def _finish(self) -> None:
         try:
-            returncode = self.proc.wait()
+            returncode = self._process.wait()
         except Exception:  # noqa: BLE001
             returncode = -signal.SIGKILL
         if self.end_reason and self.mark:  # stopped: what left its group goes too

@@ -32,7 +32,7 @@ class Timer:
 
     def __init__(self, when: float, fn: Callable[[], None]):
         self.when = when
-        self.fn = fn
+        self.fn: Callable[[], None] | None = fn
         self.cancelled = False
 
     def cancel(self) -> None:
@@ -172,7 +172,10 @@ class Reaper:
         self._prune_at = max(PRUNE_AT, 2 * len(self._timers))
 
     def _register(self, pidfd: int, on_exit: Callable[[], None]) -> None:
-        self._selector.register(pidfd, selectors.EVENT_READ, on_exit)
+        selector = self._selector
+        if selector is None:  # stopped for good before the thread ever ran: nothing watches
+            raise RuntimeError("the watcher is stopped for good")
+        selector.register(pidfd, selectors.EVENT_READ, on_exit)
 
     def _run(self, selector: selectors.BaseSelector, wake_r: int, wake_w: int) -> None:
         me = threading.current_thread()

@@ -24,7 +24,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from . import keeper
 from .output import OutputFile
@@ -32,6 +32,9 @@ from .reaper import JOIN_TIMEOUT, Reaper, Timer
 from .tasks import RUNNING, Tasks, TaskEntry
 from .texts import command_result, seconds, shell_notification
 from ..threads.workers import Workers
+
+if TYPE_CHECKING:
+    from ..serve.toolserver import ToolServer
 
 log = logging.getLogger("raider_sync.shell")
 
@@ -73,7 +76,7 @@ class Shell:
 
     kind = "bash"
 
-    def __init__(self, command: str, description: str, cwd: str, caller: Caller):
+    def __init__(self, command: str, description: str, cwd: str | None, caller: Caller):
         self.id: str | None = None
         self.command = command
         self.description = description
@@ -134,7 +137,7 @@ class Runtime:
         self.shells: dict[str, Shell] = {}       # background shells by id
         self.monitors: dict[str, Any] = {}       # monitors by id
         self.active: set[Shell] = set()          # every shell not yet reaped
-        self.server = None                       # the ToolServer, closed with the rest
+        self.server: ToolServer | None = None    # the ToolServer, closed with the rest
         self._ids = itertools.count(1)
         self._pool: Workers | None = None
         # marks the pool's threads: their idents are reused once an idle one has ended
@@ -230,7 +233,7 @@ class Runtime:
         shell.mark, env = self.environment()
         shell.output = OutputFile()
         try:
-            shell.proc = subprocess.Popen(
+            proc = shell.proc = subprocess.Popen(
                 [self.bash_path, "-c", shell.command], cwd=shell.cwd, stdin=subprocess.DEVNULL,
                 stdout=shell.output.fd, stderr=shell.output.fd, start_new_session=True,
                 close_fds=True, env=env)
@@ -243,7 +246,7 @@ class Runtime:
                 self._ticker = self.reaper.call_later(OUTPUT_CHECK_INTERVAL, self._check_output)
         if background:
             self.adopt(shell)
-        self.reaper.watch(shell.proc.pid, lambda: self._exited(shell))
+        self.reaper.watch(proc.pid, lambda: self._exited(shell))
 
     def add_monitor(self, monitor: Any) -> None:
         with self.lock:
@@ -276,12 +279,14 @@ class Runtime:
     # -- ends (reaper thread) -----------------------------------------------------------------
 
     def _exited(self, shell: Shell) -> None:
+        proc, output = shell.proc, shell.output
+        assert proc is not None and output is not None  # watched only once spawned
         with shell.lock:
-            signal_group(shell.proc.pid, signal.SIGKILL)  # leftovers; the leader holds the pgid
-            returncode = shell.proc.wait()
+            signal_group(proc.pid, signal.SIGKILL)  # leftovers; the leader holds the pgid
+            returncode = proc.wait()
             shell.reaped = True
             if shell.limited:
-                shell.output.append(f"\n[The command was stopped: {shell.limited}.]\n")
+                output.append(f"\n[The command was stopped: {shell.limited}.]\n")
             for timer in (shell.timer, shell.kill_timer, shell.limit_timer):
                 if timer is not None:
                     timer.cancel()
@@ -297,12 +302,12 @@ class Runtime:
             self._submit_or_run(lambda: self._end_background(shell))
         elif shell.stopping:
             self._submit_or_run(lambda: self._end_foreground(shell))
-        elif shell.output.size() <= INLINE_RESULT_BYTES:
+        elif output.size() <= INLINE_RESULT_BYTES:
             self._end_foreground(shell)
         else:
             self._submit_or_run(lambda: self._end_foreground(shell))
 
-    def _submit_or_run(self, fn: Callable[[], None]) -> None:
+    def _submit_or_run(self, fn: Callable[[], object]) -> None:
         try:
             self.submit(fn)
         except RuntimeError:
@@ -314,17 +319,19 @@ class Runtime:
             keeper.sweep(shell.mark)
 
     def _end_foreground(self, shell: Shell) -> None:
+        output, exit_code = shell.output, shell.exit_code
+        assert output is not None and exit_code is not None  # it ends once reaped
         try:
             self._sweep_stopped(shell)
-            text = shell.output.clip(0, shell.output.size(), self.output_limit)
+            text = output.clip(0, output.size(), self.output_limit)
             if not shell.result.done():
-                shell.result.set_result(command_result(shell.exit_code, text))
+                shell.result.set_result(command_result(exit_code, text))
         except Exception as exc:  # noqa: BLE001 - the caller gets an answer in any case
             log.exception("reading the output of %r failed", shell)
             if not shell.result.done():
                 shell.result.set_result((f"Error: reading the output failed: {exc}", True))
         finally:
-            shell.output.close()
+            output.close()
             if not shell.done.done():
                 shell.done.set_result(shell.exit_code)
 
@@ -332,7 +339,7 @@ class Runtime:
         try:
             self._sweep_stopped(shell)
             if self.tasks is not None and shell.entry is not None:
-                text, summary = shell_notification(shell.id, shell.label, shell.status,
+                text, summary = shell_notification(shell.entry.id, shell.label, shell.status,
                                                    shell.exit_code, shell.caller.call,
                                                    shell.limited)
                 self.tasks.finish(shell.entry.id, shell.status, report=summary, notification=text)
@@ -355,6 +362,7 @@ class Runtime:
         """The output cap (reaper thread, every OUTPUT_CHECK_INTERVAL while shells run):
         a shell that wrote more than ``max_output_bytes`` is stopped."""
         cap = self.max_output_bytes
+        assert cap is not None  # the check ticks only under a cap (see spawn)
         with self.lock:
             ticker = self._ticker
             shells = [shell for shell in self.active if not shell.stopping]
@@ -400,6 +408,7 @@ class Runtime:
                 return
             shell.stopping = True
             sig = signal.SIGTERM if grace > 0 else signal.SIGKILL
+            assert shell.proc is not None  # only a spawned shell is stopped
             signal_group(shell.proc.pid, sig)
             if shell.kill_timer is None and grace > 0:
                 shell.kill_timer = self.reaper.call_later(grace, lambda: self._kill(shell))
@@ -409,6 +418,7 @@ class Runtime:
     def _kill(self, shell: Shell) -> None:
         with shell.lock:
             if not shell.reaped:
+                assert shell.proc is not None  # only a spawned shell is stopped
                 signal_group(shell.proc.pid, signal.SIGKILL)
 
     def stop_all(self, grace: float | None = None) -> None:

@@ -109,7 +109,7 @@ class StdioTransport(Transport):
 
     def _spawn_process(self, deliver: Deliver, closed: Closed) -> None:
         try:
-            self._proc = subprocess.Popen(
+            proc = self._proc = subprocess.Popen(
                 [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env=self.env, cwd=self.cwd, start_new_session=True,
                 close_fds=True, bufsize=0)
@@ -118,16 +118,18 @@ class StdioTransport(Transport):
             raise RaiderError(f"cannot start {self.command!r}: {missing} not found") from exc
         except OSError as exc:
             raise RaiderError(f"cannot start {self.command!r}: {exc.strerror or exc}") from exc
-        self.pid = self._proc.pid
+        self.pid = proc.pid
+        assert proc.stdin is not None and proc.stdout is not None  # both are pipes
         # writes wait for room with a deadline (see send); the child's end stays blocking
-        os.set_blocking(self._proc.stdin.fileno(), False)  # type: ignore[union-attr]
-        out = self._proc.stdout.fileno()  # type: ignore[union-attr]
+        os.set_blocking(proc.stdin.fileno(), False)
+        out = proc.stdout.fileno()
         os.set_blocking(out, False)
-        self._stdout = StdoutReader(out, deliver, name=self.name, log=self.log,
-                                    max_message_size=self.max_message_size,
-                                    stderr_tail=lambda: self.stderr_tail)
-        self._reader = threading.Thread(target=self._read, args=(closed,), daemon=True,
-                                        name=f"raider-{self.name}-reader")
+        stdout = self._stdout = StdoutReader(out, deliver, name=self.name, log=self.log,
+                                             max_message_size=self.max_message_size,
+                                             stderr_tail=lambda: self.stderr_tail)
+        # the reader is handed what it reads: a stop() may clear the attributes before it runs
+        self._reader = threading.Thread(target=self._read, args=(closed, proc, stdout),
+                                        daemon=True, name=f"raider-{self.name}-reader")
         self._reader.start()
 
     def send(self, message: dict, *, deadline: float | None = None) -> None:
@@ -193,7 +195,7 @@ class StdioTransport(Transport):
         """Write ``data`` to the non-blocking stdin, waiting for room until ``deadline``. An
         interrupt that comes with part of the line written finishes the line first (within
         the deadline), so that the next message starts a line of its own."""
-        fd = proc.stdin.fileno()  # type: ignore[union-attr]
+        fd = proc.stdin.fileno()  # type: ignore[union-attr]  # a pipe: never None
         written: list[int] = []  # what each write took (raider_sync.threads.interrupts)
         try:
             self._write_from(proc, fd, data, written, deadline)
@@ -277,9 +279,10 @@ class StdioTransport(Transport):
             if stdout is None or stdout.wait_unheld(5):
                 for pipe in (proc.stdout, proc.stderr):
                     try:
-                        pipe.close()  # type: ignore[union-attr]
+                        pipe.close()  # type: ignore[union-attr]  # pipes: never None
                     except OSError:
                         pass
+                # (the reader thread is made together with stdout's reader: not None here)
                 if stdout is not None and (reader is threading.current_thread()
                                            or not reader.is_alive()):  # type: ignore[union-attr]
                     stdout.close()  # the reader thread is done with it
@@ -290,7 +293,7 @@ class StdioTransport(Transport):
         if not self._write_lock.acquire(timeout=timeout):
             return False
         try:
-            proc.stdin.close()  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]  # a pipe: never None
         except OSError:
             pass
         finally:
@@ -311,15 +314,14 @@ class StdioTransport(Transport):
 
     # -- the reader thread -----------------------------------------------------------------
 
-    def _read(self, closed: Closed) -> None:
+    def _read(self, closed: Closed, proc: subprocess.Popen, out: StdoutReader) -> None:
         """Read stderr, and stdout whenever no caller does, until stdout ends; then stderr
         until it ends too (or for a moment, should a leftover child hold it open), so that
         the error of a server that went away carries its last words; then tell ``closed``
         (unless we are stopping). A server still running :data:`_EXITING_SECONDS` after its
         stdout ended is not waited for: it is told at once, and the owner ends the process."""
-        out = self._stdout
-        proc = self._proc
-        err = proc.stderr  # type: ignore[union-attr]
+        err = proc.stderr
+        assert err is not None  # a pipe (see _spawn_process)
         log_lines = LineSplitter(_STDERR_LINE_BYTES, pieces=True)
         os.set_blocking(err.fileno(), False)
         poller = select.poll()

@@ -81,9 +81,10 @@ class StdoutReader:
         self._lent_at = 0.0  # when a caller's turn ended
         self._poll = select.poll()  # the holder's, when it is a caller
         self._poll.register(fd, select.POLLIN)
-        self.wake_fd, self._wake_w = os.pipe()  # wakes the reader thread
+        self.wake_fd, wake_w = os.pipe()  # wakes the reader thread
         os.set_blocking(self.wake_fd, False)
-        os.set_blocking(self._wake_w, False)
+        os.set_blocking(wake_w, False)
+        self._wake_w: int | None = wake_w  # None once closed
         self._wake_lock = threading.Lock()
 
     # -- callers -------------------------------------------------------------------------
@@ -233,10 +234,10 @@ class StdoutReader:
     def close(self) -> None:
         """Close the wake pipe (the reader thread has ended)."""
         with self._wake_lock:
-            fds, self._wake_w = (self.wake_fd, self._wake_w), None
-        if fds[1] is not None:
-            for fd in fds:
-                os.close(fd)
+            wake_w, self._wake_w = self._wake_w, None
+        if wake_w is not None:
+            os.close(self.wake_fd)
+            os.close(wake_w)
 
     # -- taking what was read (the turn's holder) --------------------------------------------
 

@@ -7,6 +7,7 @@ import select
 import socket
 import time
 
+import pytest
 import requests
 
 from raider_sync.gateway.serving import Serving, connection_limit, waitress_settings
@@ -146,3 +147,34 @@ def test_a_small_answer_leaves_in_one_send_with_its_head():
     assert len(sent) == 2  # one hand-over per answer: the head and the body together
     assert sent[0].startswith(b"HTTP/1.1 200 OK") and sent[0].endswith(b'\r\n\r\n{"ok": true}')
     assert sent[1].startswith(b"HTTP/1.1 204 No Content") and sent[1].endswith(b"\r\n\r\n")
+
+
+def test_a_host_with_several_addresses_is_refused_with_nothing_left_listening(monkeypatch):
+    # waitress listens on every address of a host name, with a server of another kind that
+    # has none of the hooks Serving sets; a name that resolves to two loopback addresses
+    # stands for "localhost" on a machine with IPv4 and IPv6
+    import waitress.server
+
+    from raider_sync.errors import InvalidArgument
+
+    real = socket.getaddrinfo
+
+    def two(host, *args, **kwargs):
+        found = real("127.0.0.1", *args, **kwargs)
+        return found * 2 if host == "two.test" else real(host, *args, **kwargs)
+
+    listening: list[socket.socket] = []
+    create = waitress.server.create_server
+
+    def recorded(*args, **kwargs):
+        server = create(*args, **kwargs)
+        listening.extend(d.socket for d in server.map.values()
+                         if isinstance(d, waitress.server.BaseWSGIServer))
+        return server
+
+    monkeypatch.setattr(socket, "getaddrinfo", two)
+    monkeypatch.setattr(waitress.server, "create_server", recorded)
+    with pytest.raises(InvalidArgument, match="'two.test' has 2 addresses"):
+        Serving(lambda environ, start_response: [], host="two.test", threads=1)
+    assert len(listening) == 2
+    assert all(sock.fileno() == -1 for sock in listening)  # closed, not left to the collector

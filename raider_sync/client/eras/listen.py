@@ -87,7 +87,7 @@ class Subscription:
         look). Raises InvalidArgument for a ``timeout`` :meth:`next` refuses."""
         return self._acked.wait(poll_seconds(timeout, method="Subscription.wait_acknowledged"))
 
-    def next(self, timeout: float) -> dict | None:
+    def next(self, timeout: float | None) -> dict | None:
         """The next notification ``{method, params}``, blocking at most ``timeout`` s (0:
         only one already here; None: until one comes or the subscription ends); None when
         none came. Raises SubscriptionEnded once the stream ended and all it delivered has
@@ -134,7 +134,9 @@ class Subscription:
     def matches(self, method: str, params: dict) -> bool:
         """Whether a notification belongs to this subscription."""
         if self.subscription_id is not None:
-            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+            meta = params.get("_meta")
+            if not isinstance(meta, dict):
+                meta = {}
             if meta.get(META_SUBSCRIPTION) != self.subscription_id:
                 return False
         wanted = self.honored if self.honored is not None else self.wanted
@@ -150,7 +152,9 @@ class Subscription:
     def offer(self, method: str, params: dict) -> bool:
         """Take a notification if it is this subscription's; True when taken."""
         if method == ACKNOWLEDGED and self.subscription_id is not None:
-            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+            meta = params.get("_meta")
+            if not isinstance(meta, dict):
+                meta = {}
             if meta.get(META_SUBSCRIPTION) == self.subscription_id:
                 honored = params.get("notifications")
                 self.honored = dict(honored) if isinstance(honored, dict) else {}

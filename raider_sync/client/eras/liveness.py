@@ -55,9 +55,9 @@ def await_discover(discover: Future, ping: Callable[[float], Future], timeout: f
             if answered_at is not None and now - answered_at >= LIVENESS_GRACE:
                 raise Ignored(f"server/discover had no answer in {now - start:.1f} s, while "
                               f"a ping sent after it was answered")
-            if not warned and now - start >= STALL_WARNING:
+            if not warned and stalled is not None and now - start >= STALL_WARNING:
                 warned = True
-                stalled(end - now)  # type: ignore[misc]
+                stalled(end - now)
             marks = [end]
             if pinged is None:
                 marks.append(start + LIVENESS_AFTER)

@@ -95,7 +95,9 @@ def describe(result: Any, offered: tuple[str, ...] = MODERN_VERSIONS) -> Descrip
     version = pick_version(supported, offered)
     if version is None:
         raise no_overlap(supported, offered)
-    meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+    meta = result.get("_meta")
+    if not isinstance(meta, dict):
+        meta = {}
     info = meta.get(META_SERVER_INFO, result.get("serverInfo"))
     instructions = result.get("instructions")
     ttl = result.get("ttlMs")

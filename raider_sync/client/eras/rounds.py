@@ -65,9 +65,9 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
         error = leg.exception()
         if error is not None:
             if (isinstance(error, McpError) and error.code == HEADER_MISMATCH
-                    and not state["mismatch"]):
+                    and on_mismatch is not None and not state["mismatch"]):
                 state["mismatch"] = True
-                _submit(pool, outer, relist_and_resend)
+                _submit(pool, outer, relist_and_resend, on_mismatch)
                 return
             settle(outer, error=error)
             return
@@ -94,8 +94,8 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
             return
         _submit(pool, outer, fulfil_and_resend, result)
 
-    def relist_and_resend() -> None:
-        on_mismatch(left())  # type: ignore[misc]
+    def relist_and_resend(relist: Callable[[float], None]) -> None:
+        relist(left())
         send_leg(dict(params))
 
     def fulfil_and_resend(result: dict) -> None:
@@ -127,7 +127,9 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
 def _fulfil(method: str, key: str, request: Any, answer: Callable[[str, dict], dict]) -> dict:
     if not isinstance(request, dict) or not isinstance(request.get("method"), str):
         raise McpError(INTERNAL_ERROR, f"{method}: input request {key!r} has no method")
-    params = request.get("params") if isinstance(request.get("params"), dict) else {}
+    params = request.get("params")
+    if not isinstance(params, dict):
+        params = {}
     try:
         return answer(request["method"], params)
     except MethodNotFound:
