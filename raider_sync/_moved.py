@@ -21,6 +21,7 @@ import warnings
 
 #: old dotted path -> new dotted path, for every module that moved
 MOVED: dict[str, str] = {
+    "raider_sync.auth.cli": "raider_sync.cli.login_cli",
     "raider_sync.futures": "raider_sync.threads.futures",
     "raider_sync.timer": "raider_sync.threads.timer",
     "raider_sync.workers": "raider_sync.threads.workers",

@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _registrars():
     from .client_cli import register as client
     yield client
-    from ..auth.cli import register as auth
+    from .login_cli import register as auth
     yield auth
     try:
         from ..gateway.cli import register as gateway

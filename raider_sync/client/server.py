@@ -810,9 +810,12 @@ class McpServer:
     def in_process(cls, tool_server: Any, **options: Any) -> Any:
         """A client of ``tool_server`` (a :class:`ToolServer`) in this process: no
         subprocess, the same JSON-RPC session and the same API as any server, its messages
-        passed through queues as JSON. ``options`` are McpServer's. Start it as any other."""
-        from ..serve.inprocess import InProcessServer
-        return InProcessServer(tool_server, **options)
+        passed through queues as JSON. ``options`` are McpServer's. Start it as any other.
+        Raises TypeError for anything but a ToolServer."""
+        make = getattr(tool_server, "in_process_client", None)
+        if not callable(make):
+            raise TypeError(f"tool_server must be a ToolServer, not {type(tool_server).__name__}")
+        return make(**options)
 
     # -- what the server sends -----------------------------------------------------------
 

@@ -301,7 +301,7 @@ def serve_http(tool_server, host: str = "127.0.0.1", port: int = 8080, *,
     open streams are given :data:`CLOSE_GRACE` seconds to end gracefully. ``app_options``
     go to :func:`wsgi_app`. Raises ImportError without waitress (the gateway extra), OSError
     for a busy address."""
-    from ..gateway.serving import Serving
+    from .wsgi_server import Serving
 
     app = wsgi_app(tool_server, max_streams=max_streams, **app_options)
     serving = Serving(app, host, port, threads=threads or max(8, 2 * max_streams))

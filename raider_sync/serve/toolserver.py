@@ -414,6 +414,13 @@ class ToolServer:
 
     # -- serving and closing -------------------------------------------------------------
 
+    def in_process_client(self, **options: Any) -> Any:
+        """A client of these tools in this process (what :meth:`McpServer.in_process
+        <raider_sync.McpServer.in_process>` returns): an :class:`~raider_sync.McpServer`
+        whose messages pass through queues as JSON. ``options`` are McpServer's."""
+        from .inprocess import InProcessServer
+        return InProcessServer(self, **options)
+
     def serve_stdio(self, stdin=None, stdout=None) -> None:
         """Serve these tools as an MCP server over stdio until stdin ends. Blocks.
 

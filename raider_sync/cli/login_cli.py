@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+from ..auth.consent import (Consent, browser_consent, device_consent, paste_consent,
+                            redirect_consent)
+from ..auth.oauth import OAuth
 from ..errors import AuthError, ConfigError
-from .consent import Consent, browser_consent, device_consent, paste_consent, redirect_consent
-from .oauth import OAuth
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 CONSENTS: dict[str, Callable[..., Consent]] = {
@@ -39,7 +40,7 @@ def register(sub) -> None:
 
 
 def _auth(args, **options) -> OAuth:
-    from ..cli.common import load_config
+    from .common import load_config
     spec = load_config(args.config).server(args.server)
     if spec.transport not in ("http", "sse"):
         raise ConfigError(f"{spec.name!r} is a {spec.transport} server; only http and sse "
