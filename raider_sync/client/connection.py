@@ -113,7 +113,8 @@ class Connection:
     def _begin_start(self, owner: Any) -> Future:
         """A new start on its own thread, after the previous one (the lock is held)."""
         self._generation += 1
-        self._start_future = future = Future()
+        future: Future = Future()
+        self._start_future = future
         self._status_changed_to("starting", None)  # calls from now on wait for it
         thread = threading.Thread(target=self._start,
                                   args=(owner, self._generation, future, self._start_thread),

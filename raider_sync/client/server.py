@@ -746,11 +746,14 @@ class McpServer:
     def _resubscribe(self) -> None:
         """Subscribe again to every URI, in a new session that knows none of them (after a
         Streamable HTTP server forgot the old one). Failures are logged."""
-        def logged(uri: str, done: Future) -> None:
-            if not done.cancelled() and done.exception() is not None:
-                self.log.warning("subscribing again to %s failed: %s", uri, done.exception())
+        def logged(uri: str) -> Callable[[Future], None]:
+            def done(future: Future) -> None:
+                if not future.cancelled() and future.exception() is not None:
+                    self.log.warning("subscribing again to %s failed: %s", uri,
+                                     future.exception())
+            return done
         for uri in self.subscriptions:
-            self.subscribe_f(uri).add_done_callback(lambda done, uri=uri: logged(uri, done))
+            self.subscribe_f(uri).add_done_callback(logged(uri))
 
     def _offered(self, capability: str, what: str, sub: str | None = None) -> Optional[Future]:
         """A failed future when the connected server does not declare ``capability``."""
@@ -898,7 +901,7 @@ def _stop_forgotten_servers() -> None:
 # threading hook runs before that join (hooks run newest first; concurrent.futures registered
 # its join when it was imported, before this module); atexit is the fallback.
 if hasattr(threading, "_register_atexit"):
-    threading._register_atexit(_stop_forgotten_servers)  # type: ignore[attr-defined]
+    threading._register_atexit(_stop_forgotten_servers)
 atexit.register(_stop_forgotten_servers)
 
 
@@ -910,18 +913,21 @@ def _auth_for(spec: ServerSpec, auth: Any):
     if spec.transport not in ("http", "sse"):
         return None
     from ..auth import OAuth
+    url = spec.url
+    if url is None:  # McpConfig refuses such an entry; a ServerSpec made by hand may lack it
+        raise ConfigError(f"{spec.name}: an {spec.transport} server needs a url")
     own_header = spec.oauth is None and any(
         name.lower() == "authorization" for name in spec.headers)
     if auth is None:
         return None if own_header else OAuth.for_spec(spec)
     if isinstance(auth, OAuth):
-        return None if own_header else auth.bind(spec.url, spec.name)
+        return None if own_header else auth.bind(url, spec.name)
     if callable(auth):
         made = auth(spec)
         if made is None:
             return None
         if not isinstance(made, OAuth):
             raise TypeError(f"auth factory must return an OAuth, not {type(made).__name__}")
-        return made.bind(spec.url, spec.name)
+        return made.bind(url, spec.name)
     raise TypeError(f"auth must be an OAuth or a factory fn(spec) -> OAuth, not "
                     f"{type(auth).__name__}")

@@ -323,6 +323,24 @@ def test_a_raw_request_waits_for_the_start_and_takes_input_rounds(protocol):
         server.stop()
 
 
+def test_input_rounds_still_reach_the_handler_after_a_stop_and_a_restart():
+    """A stopped server started again answers the server's input requests as before: what
+    its eras share (the input pool among it) comes back with it."""
+    server = McpServer(sdk_stdio(protocol="auto"), kill_grace=0.3,
+                       on_elicitation=lambda p: {"action": "accept", "content": {"answer": "Ada"}})
+    ask = {"name": "ask", "arguments": {"question": "Name?"}}
+    try:
+        server.initialize(WAIT)
+        assert server.era == "modern", server.reason
+        assert text_of(server.request("tools/call", ask, timeout=WAIT)).startswith("accept: Ada")
+        server.stop()
+        server.restart(WAIT)
+        assert server.status == "connected", server.reason
+        assert text_of(server.request("tools/call", ask, timeout=WAIT)).startswith("accept: Ada")
+    finally:
+        server.stop()
+
+
 def test_a_raw_request_in_an_endless_input_loop_is_bounded(connect):
     server = connect(fake("loop"), roots=["file:///work"], max_input_rounds=2)
     with pytest.raises(McpError, match="asked for input 2 times"):
