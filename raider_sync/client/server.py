@@ -44,6 +44,7 @@ from .content import (default_max_output_tokens, limit_content, strip_private_me
 from .eras import era_seam
 from .eras.era_seam import Era, EraHost, EraSettings
 from .filters import ToolFilter
+from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
 from .results import ToolResult
 from .surface import (LOG_LEVELS, LogCallback, ResourceCallback, check_request,
@@ -130,19 +131,22 @@ class McpServer:
             EraSettings(self.name, self.key, self.transport, self.fingerprint, self.protocol,
                         probe_timeout, max_input_rounds, self.client_info,
                         self.client_handlers.declared, self.client_handlers.handle, self.log),
-            relist=self._relist_now, lists_changed=self._lists_changed,
+            relist=lambda seconds: self._catalog.fetch_tools(seconds),
+            lists_changed=self._lists_changed,
             is_up=lambda: self.status in UP)
         self._catalog = Catalog(
             key=self.key, name=self.name, log=self.log, tool_filter=self.tool_filter,
             fetch_all=self._fetch_all, call_timeout=self.call_timeout, warnings=self.warnings,
-            check_tool=self._check_tool, on_changed=self._call_on_tools_changed)
+            check_tool=self._check_tool, on_changed=lambda: self._inbox.tools_changed())
+        self._inbox = Inbox(self, catalog=self._catalog, host=self._host,
+                            handlers=self.client_handlers, log=self.log)
         self._connection = Connection(
             name=self.name, key=self.key, log=self.log, host=self._host,
             startup_timeout_ms=self.startup_timeout_ms, kill_grace=kill_grace,
             restarts=Restarts(restart_policy(spec.restart if restart is None else restart)),
             hooks=Hooks(open_transport=self._open_transport,
-                        handle_request=self._handle_request,
-                        handle_notification=self._handle_notification,
+                        handle_request=self._inbox.request,
+                        handle_notification=self._inbox.notification,
                         opened=self._opened, forget=self._forget, status_changed=self._notify_status,
                         renewed=self._renewed, stopped=self._stopped,
                         observer=(self.telemetry.observer(self)
@@ -298,8 +302,7 @@ class McpServer:
     def _reopen(self) -> None:
         """A stopped server starts again: its own parts come back."""
         self._catalog.reopen()
-        self._host = self._host.reopened()
-        self._connection.host = self._host
+        self._host.reopen()
         live.add(self)
 
     def _stopped(self) -> None:
@@ -348,7 +351,7 @@ class McpServer:
         self._catalog.queue_relist()
         # not on this thread: it is inside the transport's renewal, which the re-list (and so
         # a list_tools() in the callback) waits for
-        session.run_in_order(self._call_on_tools_changed)
+        session.run_in_order(self._inbox.tools_changed)
         session.run_in_order(self._resubscribe)  # the new session has no subscriptions
 
     def _client_capabilities(self) -> dict:
@@ -822,61 +825,11 @@ class McpServer:
 
     # -- what the server sends -----------------------------------------------------------
 
-    def _handle_request(self, method: str, params: dict) -> Any:
-        if method == "ping":
-            return {}
-        return self.client_handlers.handle(method, params)
-
-    def _handle_notification(self, method: str, params: dict) -> None:
-        self._host.offer(method, params)
-        if method == "notifications/tools/list_changed":
-            self._catalog.tools_changed()
-        elif method == "notifications/prompts/list_changed":
-            self._catalog.forget_lists("prompts/list")
-        elif method == "notifications/resources/list_changed":
-            self._catalog.forget_lists("resources/list", "resources/templates/list")
-        elif method == "notifications/message":
-            self._on_server_log(params)
-        elif method == "notifications/resources/updated":
-            self._on_resource_updated(params)
-
     def _lists_changed(self) -> None:
         """Every list may have changed unannounced: fetch them again."""
         self._catalog.forget_lists()
         if "tools" in self.capabilities:
             self._catalog.tools_changed()
-
-    def _relist_now(self, seconds: float) -> None:
-        self._catalog.fetch_tools(seconds)
-
-    def _call_on_tools_changed(self) -> None:
-        if self.on_tools_changed is not None:
-            try:
-                self.on_tools_changed(self)
-            except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
-                self.log.exception("on_tools_changed failed")
-
-    def _on_server_log(self, params: dict) -> None:
-        """notifications/message: to this server's stdlib logger, then to ``on_log``."""
-        level = str(params.get("level") or "info")
-        logger = params.get("logger") if isinstance(params.get("logger"), str) else None
-        data = params.get("data")
-        self.log.log(LOG_LEVELS.get(level, logging.INFO), "%s%s",
-                     f"[{logger}] " if logger else "", data)
-        if self.on_log is not None:
-            try:
-                self.on_log(self, level, logger, data)
-            except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
-                self.log.exception("on_log failed")
-
-    def _on_resource_updated(self, params: dict) -> None:
-        uri = params.get("uri")
-        if self.on_resource_updated is None or not isinstance(uri, str):
-            return
-        try:
-            self.on_resource_updated(self, uri)
-        except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
-            self.log.exception("on_resource_updated failed")
 
 
 def _same(items: list) -> list:

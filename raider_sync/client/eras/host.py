@@ -58,10 +58,13 @@ class EraHost:
         # listen notifications that came before their subscription was registered
         self._early: collections.deque = collections.deque(maxlen=64)
 
-    def reopened(self) -> "EraHost":
-        """A host like this one for a stopped server started again (this one is closed)."""
-        return EraHost(self.settings, relist=self.relist, lists_changed=self.lists_changed,
-                       is_up=self.is_up)
+    def reopen(self) -> None:
+        """A stopped server starts again: its eras may listen and ask for input again."""
+        with self._lock:
+            self._closed = False
+            self._pool = None
+            self.stopping = threading.Event()
+            self.relisten_failures = 0
 
     def warn(self, message: str) -> None:
         self.settings.log.warning("MCP server %r: %s", self.settings.name, message)
