@@ -31,7 +31,10 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
+from . import _moved
 from .errors import ConnectionClosed, LostInFlight, McpError, RaiderError, RequestTimeout
+from .protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+from .protocol.messages import error_of, error_reply, is_response, request_problem, valid_id
 from .threads import timer
 from .threads.futures import wait_bounded
 from .transports.base import RequestFailed, StreamHealth
@@ -39,11 +42,6 @@ from .threads.workers import Lane, Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
 
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
 #: threads sending the requests of request_f(inline=False), so many may be under way at once
 SEND_WORKERS = 16
 #: threads running progress callbacks: how deep callbacks may wait for requests with
@@ -57,33 +55,6 @@ ProgressCallback = Callable[[float, Optional[float], Optional[str]], None]
 
 class MethodNotFound(RaiderError):
     """Raised by a request handler for a method it does not serve (answered with -32601)."""
-
-
-def is_response(message: dict) -> bool:
-    """Whether a received object is an answer (a result or an error, and no method)."""
-    return "method" not in message and ("result" in message or "error" in message)
-
-
-def valid_id(value: Any) -> bool:
-    """Whether ``value`` may be a request's id: a string or an integer, as MCP narrows
-    JSON-RPC (never null, a boolean or a structure)."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def request_problem(message: dict) -> str | None:
-    """What makes ``message`` (an object that is not an answer) an invalid JSON-RPC 2.0
-    request or notification, else None; every served request is checked with this, whatever
-    carried it. The answer to an invalid one is -32600 Invalid Request, with its id when
-    :func:`valid_id` (else null); an invalid notification is not answered."""
-    if message.get("jsonrpc") != "2.0":
-        return 'jsonrpc must be "2.0"'
-    if not isinstance(message.get("method"), str):
-        return "method must be a string" if "method" in message else "method is missing"
-    if "params" in message and not isinstance(message["params"], dict):
-        return "params must be an object"
-    if "id" in message and not valid_id(message["id"]):
-        return "id must be a string or an integer"
-    return None
 
 
 class _Pending:
@@ -365,9 +336,7 @@ class Session:
     def _receive_response(self, message: dict) -> None:
         request_id = message.get("id")
         if "error" in message:
-            err = message["error"] if isinstance(message["error"], dict) else {}
-            outcome: dict = {"error": McpError(_code(err.get("code")),
-                                               str(err.get("message", "error")), err.get("data"))}
+            outcome: dict = {"error": error_of(message["error"])}
         else:
             outcome = {"result": message["result"]}
         self._settle_in_order(request_id, outcome)
@@ -380,7 +349,7 @@ class Session:
             return
         request_id = message["id"] if valid_id(message["id"]) else None
         self._submit(self._control, self._send_reply,
-                     _error_reply(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"),
+                     error_reply(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"),
                      str(message.get("method")))
 
     def _settle_in_order(self, request_id: Any, outcome: dict) -> None:
@@ -407,12 +376,12 @@ class Session:
             reply = {"jsonrpc": "2.0", "id": request_id,
                      "result": self._handle_request(method, message.get("params") or {})}
         except MethodNotFound:
-            reply = _error_reply(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+            reply = error_reply(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
         except McpError as exc:
-            reply = _error_reply(request_id, exc.code, exc.message, exc.data)
+            reply = error_reply(request_id, exc.code, exc.message, exc.data)
         except Exception as exc:  # noqa: BLE001 - a handler's failure is the peer's answer
             log.exception("%s: handler for %s failed", self.name, method)
-            reply = _error_reply(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+            reply = error_reply(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         self._send_reply(reply, method)
 
     def _send_reply(self, reply: dict, method: str) -> None:
@@ -421,7 +390,7 @@ class Session:
         except (TypeError, ValueError) as exc:  # JSON cannot carry it: the peer must not wait
             log.warning("%s: the answer to %s cannot be sent as JSON: %s", self.name, method, exc)
             if "result" in reply:
-                self._send_reply(_error_reply(reply["id"], INTERNAL_ERROR,
+                self._send_reply(error_reply(reply["id"], INTERNAL_ERROR,
                                               f"the answer cannot be sent as JSON: {exc}"), method)
         except Exception as exc:  # noqa: BLE001
             log.debug("%s: answer to %s not sent: %s", self.name, method, exc)
@@ -555,24 +524,15 @@ class Session:
             log.debug("%s: dropped %s while closing", self.name, getattr(fn, "__name__", fn))
 
 
-def _error_reply(request_id: Any, code: int, message: str, data: Any = None) -> dict:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
 def _hashable(value: Any) -> bool:
     return isinstance(value, (str, int, float, type(None)))
 
 
-def _code(value: Any) -> int:
-    """A JSON-RPC error code; a peer's malformed one counts as an internal error."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return INTERNAL_ERROR
-
-
 def _seconds(value: float) -> str:
     return f"{value:g}"
+
+
+def __getattr__(name: str):
+    # the error codes moved to raider_sync.protocol.codes; the ones not used here are
+    # still handed on under this module's name
+    return _moved.moved_name(__name__, name)

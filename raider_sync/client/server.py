@@ -37,6 +37,7 @@ from ..protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATEL
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error)
 from .surface import LogCallback, ResourceCallback, ServerSurface
+from ..protocol.codes import INTERNAL_ERROR
 from ..transports import open_transport
 from ..threads.workers import Workers
 from .eras import era_seam
@@ -489,7 +490,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
     def _shape_result(self, result: Any, name: str = "", original: str = "",
                       raising: bool = False) -> dict:
         if not isinstance(result, dict):
-            raise McpError(-32603, f"tools/call answered with {type(result).__name__}, not an object")
+            raise McpError(INTERNAL_ERROR, f"tools/call answered with {type(result).__name__}, not an object")
         result = ToolResult(strip_private_meta(result), tool=name,
                             output_schema=self._output_schemas.get(original))
         if isinstance(result.get("content"), list):

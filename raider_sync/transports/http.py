@@ -48,12 +48,11 @@ import requests
 
 from ..errors import ConnectionClosed, RaiderError, TransportError
 from ..threads.workers import Workers
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, StreamHealth,
-                   Transport, answers, decode_message, deliver_json, deliver_parsed,
-                   encode_message)
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, answers, decode_message, encode_message
+from ..protocol.sse_events import SseParser
+from .base import Closed, Deliver, RequestFailed, StreamHealth, Transport, deliver_json, deliver_parsed
 from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, _socket_of,
                           excerpt, media_type)
-from .sse_events import SseParser
 
 log = logging.getLogger("raider_sync.transports.http")
 

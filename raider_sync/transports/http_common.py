@@ -40,8 +40,9 @@ from urllib3.util.retry import Retry
 from urllib3.util.wait import wait_for_read
 
 from ..errors import LostInFlight, TransportError
-from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message, too_large
-from .sse_events import SseEvent, SseParser
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message
+from ..protocol.sse_events import SseEvent, SseParser
+from .base import too_large
 
 log = logging.getLogger("raider_sync.transports.http")
 

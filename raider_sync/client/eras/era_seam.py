@@ -18,7 +18,7 @@ from ...threads.futures import Deadline, failed, resolved
 from ..lifecycle import UP
 from ...threads.workers import Workers
 from .cache import ResultCache, check_mode
-from ...transports.http_headers import InvalidAnnotation, header_params, message_headers
+from ...protocol.http_headers import InvalidAnnotation, header_params, message_headers
 from .listen import (ACKNOWLEDGED, KINDS, LISTEN_TIMEOUT, UPDATED, Subscription,
                      listen_params)
 from .modern import (CACHEABLE, META_SUBSCRIPTION, ROUND_METHODS, Description,

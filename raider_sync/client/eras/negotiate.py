@@ -31,8 +31,9 @@ from ...errors import (ConnectionClosed, McpError, RaiderError, RequestTimeout, 
 from ...threads.futures import Deadline
 from . import verdicts
 from .liveness import Ignored, await_discover
-from .modern import (LEGACY_VERSIONS, MODERN_CODES, MODERN_VERSIONS, PROTOCOL_CHOICES,
-                     UNSUPPORTED_VERSION, Description, describe, no_overlap, pick_version,
+from ...protocol.codes import STATELESS_CODES, UNSUPPORTED_VERSION
+from .modern import (LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_CHOICES,
+                     Description, describe, no_overlap, pick_version,
                      request_meta, stamp, supported_of)
 
 #: seconds the discover probe may take before the server counts as a handshake-era one
@@ -94,7 +95,7 @@ def probe(send: Probe, version: str, timeout: float, *, retried: bool = False,
                 raise LegacyVerdict(f"the server supports {', '.join(supported)}",
                                     supported=supported) from None
             raise no_overlap(supported, offered + LEGACY_VERSIONS) from None
-        if exc.code in MODERN_CODES:
+        if exc.code in STATELESS_CODES:
             raise  # a stateless server refusing the probe itself: its reason is the failure
         raise LegacyVerdict(f"server/discover was answered with error {exc.code}: "
                             f"{exc.message}") from None
@@ -159,7 +160,7 @@ def discover_sender(session, transport, capabilities: dict, client_info: dict, *
     send the stateless headers at that version (a stdio transport ignores that). With
     ``liveness`` (stdio), the wait is :func:`.liveness.await_discover`'s: a ping tells a server
     ignoring the probe from a slow one, and ``stalled(seconds_left)`` hears of a long wait."""
-    from ...transports.http_headers import message_headers
+    from ...protocol.http_headers import message_headers
 
     def send(version: str, timeout: float) -> dict:
         transport.stateless(version, message_headers)
