@@ -26,7 +26,7 @@ from ..errors import (ConnectionClosed, ConsentRequired, McpError, NotConnected,
 from ..threads.futures import Deadline, Deadlines, resolved, run_in_thread, settle
 from ..jsonrpc import Session
 from ..protocol import REPEATABLE_METHODS
-from ..transports.http_common import DeadlinePassed
+from ..transports.statuses import Status, classify_error
 
 #: the statuses in which calls are sent
 UP = ("connected", "degraded")
@@ -345,11 +345,9 @@ class Lifecycle:
 
 
 def _unreachable(error: TransportError) -> bool:
-    """An HTTP failure that says nothing reached the server (or its gateway gave up on it)."""
-    if isinstance(error, DeadlinePassed):  # the request's own timeout tells of that
-        return False
-    status = error.status_code
-    return status is None or status in (502, 503, 504)
+    """An HTTP failure that says nothing reached the server (or its gateway gave up on it);
+    not one whose deadline passed (the request's own timeout tells of that)."""
+    return classify_error(error) is Status.UNREACHABLE
 
 
 def restart_policy(value: Any) -> RestartPolicy | None:

@@ -33,12 +33,13 @@ from ..jsonrpc import ProgressCallback, Session
 from .lifecycle import UP, InFlight, Lifecycle, Restarts, live, restart_policy, when_started
 from .listings import Listings
 from .results import ToolResult
-from ..protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION,
+from ..protocol import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS,
                        STATELESS_REASON, UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                        initialize_params, translate_initialize_error)
 from .surface import LogCallback, ResourceCallback, ServerSurface
 from ..protocol.codes import INTERNAL_ERROR
 from ..transports import open_transport
+from ..transports.statuses import Status, classify_error
 from ..threads.workers import Workers
 from .eras import era_seam
 
@@ -244,7 +245,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         except McpError as exc:
             raise translate_initialize_error(exc) from None
         except TransportError as exc:  # the stateless revision's refusal over HTTP
-            if exc.status_code == 400 and STATELESS_PROTOCOL_VERSION in f"{exc} {exc.body}":
+            if classify_error(exc) is Status.STATELESS_REFUSAL:
                 raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON) from None
             raise
         self.protocol_version = check_initialize_result(result)

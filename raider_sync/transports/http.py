@@ -51,8 +51,8 @@ from ..threads.workers import Workers
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, answers, decode_message, encode_message
 from ..protocol.sse_events import SseParser
 from .base import Closed, Deliver, RequestFailed, StreamHealth, Transport, deliver_json, deliver_parsed
-from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, _socket_of,
-                          excerpt, media_type)
+from .http_common import JSON_TYPE, SSE_TYPE, HttpChannel, _socket_of, excerpt, media_type
+from .statuses import DeadlinePassed, Status, classify
 
 log = logging.getLogger("raider_sync.transports.http")
 
@@ -215,7 +215,7 @@ class StreamableHttpTransport(Transport):
                 continue
             break
         status = response.status_code
-        if (status >= 400 and status not in (401, 403) and message_headers is not None
+        if (status >= 400 and classify(status) is not Status.AUTH and message_headers is not None
                 and request_id is not None):
             failure = self.channel.failure(response, f"MCP server {self.name!r} (POST)")
             error = _error_answer(failure.body)
@@ -279,13 +279,14 @@ class StreamableHttpTransport(Transport):
         """Whether the answer says the server forgot session ``sid``. A 400 not about the
         session raises its TransportError (its body has been read)."""
         status = response.status_code
-        if status == 404:
+        if classify(status, session=True) is Status.SESSION_GONE:  # a 404
             response.close()
             return True
         if status != 400:
             return False
+        # a 400 may be about the session: its body says
         failure = self.channel.failure(response, f"MCP server {self.name!r}")
-        if "session" in failure.body.lower():
+        if classify(status, session=True, body=failure.body) is Status.SESSION_GONE:
             return True
         raise failure
 

@@ -23,7 +23,8 @@ import requests
 from ..errors import ConnectionClosed, TransportError
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_request
 from .base import Closed, Deliver, Transport, deliver_json
-from .http_common import JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, media_type
+from .http_common import JSON_TYPE, SSE_TYPE, HttpChannel, media_type
+from .statuses import DeadlinePassed
 
 log = logging.getLogger("raider_sync.transports.sse")
 

@@ -32,6 +32,7 @@ from ...threads.futures import Deadline
 from . import verdicts
 from .liveness import Ignored, await_discover
 from ...protocol.codes import STATELESS_CODES, UNSUPPORTED_VERSION
+from ...transports.statuses import Status, classify_error
 from .modern import (LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_CHOICES,
                      Description, describe, no_overlap, pick_version,
                      request_meta, stamp, supported_of)
@@ -75,6 +76,10 @@ class LegacyVerdict(RaiderError):
 
 Probe = Callable[[str, float], dict]
 
+#: what a refused probe says when it is no verdict on the era: the server is out of reach,
+#: wants credentials, or failed (the start fails with it)
+_NO_VERDICT = (Status.UNREACHABLE, Status.TIMED_OUT, Status.AUTH, Status.SERVER_ERROR)
+
 
 def probe(send: Probe, version: str, timeout: float, *, retried: bool = False,
           offered: tuple[str, ...] = MODERN_VERSIONS) -> Description:
@@ -105,7 +110,7 @@ def probe(send: Probe, version: str, timeout: float, *, retried: bool = False,
     except Ignored as exc:
         raise LegacyVerdict(str(exc), unanswered=True) from None
     except TransportError as exc:
-        if exc.status_code is None or exc.status_code in (401, 403) or exc.status_code >= 500:
+        if classify_error(exc) in _NO_VERDICT:
             raise
         raise LegacyVerdict(f"server/discover was refused with HTTP {exc.status_code}") from None
     try:
