@@ -155,7 +155,7 @@ class Lifecycle:
                 if generation != self._generation or self._status != "starting":
                     raise NotConnected("stopped while starting")
                 self._transport, self._session = transport, session
-            transport.renew_session = self._renew_session  # HTTP: servers may forget sessions
+            session.renew_session = self._renew_session  # HTTP: servers may forget sessions
             deadline = Deadline(timeout)
             session.open(timeout=deadline.left())
             self._era.open(session, deadline)

@@ -258,8 +258,9 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         session.notify("notifications/initialized")
 
     def _renew_session(self, timeout: float) -> None:
-        """A new session in place of one the server forgot (HTTP 404); called by the transport
-        on the thread of the request that found it gone. The tools are listed again."""
+        """A new session in place of one the server forgot (HTTP 404); called by the JSON-RPC
+        session on the thread of a request that found it gone (a session thread when the GET
+        stream did). The tools are listed again."""
         session = self._session
         if session is None or self._status not in UP:
             raise self._not_connected()
@@ -268,7 +269,7 @@ class McpServer(Lifecycle, Listings, ServerSurface):
         with self._lock:
             self._lists.clear()
         self._queue_relist()
-        # not on this thread: it is inside the transport's renewal, which the re-list (and so
+        # not on this thread: it is inside the session's renewal, which the re-list (and so
         # a list_tools() in the callback) waits for
         session.run_in_order(self._call_on_tools_changed)
         session.run_in_order(self._resubscribe)  # the new session has no subscriptions

@@ -154,15 +154,14 @@ def poll_ms(seconds: float) -> int:
 class Transport:
     """Moves JSON-RPC messages between this process and one MCP peer.
 
-    Subclasses implement the four methods; none of them knows request ids or MCP methods.
+    Subclasses implement the four methods; none of them knows MCP methods, and none calls
+    up into its owner: what goes wrong is raised from :meth:`send` (a
+    :class:`~raider_sync.errors.SessionExpired` when the server forgot the session) or
+    delivered as a :class:`RequestFailed` or :class:`StreamHealth`.
     """
 
     #: the process id of a local server process, or None
     pid: Optional[int] = None
-
-    #: set by the owner: ``renew_session(timeout)`` runs a fresh initialize when a transport
-    #: with sessions (Streamable HTTP) learns that the server forgot its session
-    renew_session: Optional[Callable[[float], None]] = None
 
     def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
         """Connect (blocks up to ``timeout`` s); then call ``deliver`` for every message received
@@ -186,6 +185,18 @@ class Transport:
     def close(self) -> None:
         """End the connection and join the transport's threads. Safe to call twice."""
         raise NotImplementedError
+
+    def abandon(self, request_id: Any) -> None:
+        """Told that the answer to the request ``request_id`` is no longer wanted (the session
+        cancelled it, and sends its cancellation as an ordinary message). A transport that
+        holds something for that answer lets go of it (HTTP in the stateless revision closes
+        the answer's stream, which is how that revision cancels). Never blocks for long,
+        never raises; nothing to do for most transports."""
+
+    def drop_session(self, session: str) -> None:
+        """Told that the server forgot ``session`` (a :class:`~raider_sync.errors.SessionExpired`
+        this transport raised) and that its owner starts a new one now: send the next
+        requests outside any session. Nothing to do for a transport without sessions."""
 
     def negotiated(self, protocol_version: str, timeout: float) -> None:
         """Told the revision the handshake settled on, before ``notifications/initialized``

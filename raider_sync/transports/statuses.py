@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 
-from ..errors import TransportError
+from ..errors import SessionExpired, TransportError
 from ..protocol.revisions import STATELESS_PROTOCOL_VERSION
 
 
@@ -66,9 +66,11 @@ def classify(status: int | None, *, session: bool = False, body: str = "") -> St
 
 def classify_error(error: TransportError) -> Status:
     """What a TransportError raised by an HTTP transport says (its status, message and body
-    read as :func:`classify` reads them)."""
+    read as :func:`classify` reads them; a SessionExpired is SESSION_GONE)."""
     if isinstance(error, DeadlinePassed):
         return Status.TIMED_OUT
+    if isinstance(error, SessionExpired):
+        return Status.SESSION_GONE
     return classify(error.status_code, body=f"{error} {error.body}")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from raider_sync.errors import LostInFlight, TransportError
+from raider_sync.errors import AnswerInBody, LostInFlight, SessionExpired, TransportError
 from raider_sync.transports.http_common import unreachable
 from raider_sync.transports.statuses import DeadlinePassed, Status, classify, classify_error
 
@@ -41,13 +41,18 @@ def test_an_error_is_classified_by_its_status_message_and_body():
     refusal = TransportError("x answered HTTP 400: supported versions: 2026-07-28", 400)
     assert classify_error(refusal) is Status.STATELESS_REFUSAL
     assert classify_error(TransportError("x", 400, "only 2026-07-28")) is Status.STATELESS_REFUSAL
-    assert classify_error(TransportError("x answered HTTP 500", 500)) is Status.SERVER_ERROR
+    assert classify_error(AnswerInBody("x answered HTTP 500", 500)) is Status.SERVER_ERROR
 
 
 def test_a_passed_deadline_is_no_sign_of_an_unreachable_server():
     """Its status is none, like an unreachable server's; the request's own timeout says
     what happened, so it is not UNREACHABLE (which makes a server ``degraded``)."""
     assert classify_error(DeadlinePassed("the deadline passed")) is Status.TIMED_OUT
+
+
+def test_session_expired_is_session_gone_whatever_its_status():
+    assert classify_error(SessionExpired("gone", "s1")) is Status.SESSION_GONE
+    assert classify_error(SessionExpired("gone", "s1", 400, "no session")) is Status.SESSION_GONE
 
 
 def test_what_unreachable_makes_of_an_exchange_that_failed_is_unreachable():
