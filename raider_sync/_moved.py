@@ -61,6 +61,8 @@ MOVED: dict[str, str] = {
     "raider_sync.serve_cli": "raider_sync.cli.serve_cli",
     "raider_sync.demo_run": "raider_sync.cli.demo_run",
     "raider_sync.demo": "raider_sync.cli.demo",
+    "raider_sync.transports.http_headers": "raider_sync.protocol.http_headers",
+    "raider_sync.transports.sse_events": "raider_sync.protocol.sse_events",
 }
 
 #: old package -> new package, for modules under it that MOVED does not name
@@ -70,6 +72,12 @@ MOVED_PACKAGES: dict[str, str] = {"raider_sync.eras": "raider_sync.client.eras"}
 #: stays; they are handed on without a warning, as they were before the package was grouped
 MOVED_NAMES: dict[tuple[str, str], str] = {
     ("raider_sync.client.notebook", "ToolResult"): "raider_sync.client.results",
+    **{("raider_sync.transports.base", name): "raider_sync.protocol.messages" for name in (
+        "DEFAULT_MAX_MESSAGE_SIZE", "encode_message", "looks_like_jsonrpc", "answers")},
+    **{("raider_sync.jsonrpc", name): "raider_sync.protocol.codes" for name in (
+        "INVALID_PARAMS", "REQUEST_CANCELLED")},
+    **{("raider_sync.client.eras.modern", name): "raider_sync.protocol.codes" for name in (
+        "HEADER_MISMATCH", "MISSING_CAPABILITY")},
 }
 
 #: old top-level names, reachable as attributes of the package (``raider_sync.server``)

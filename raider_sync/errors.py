@@ -11,6 +11,8 @@
      +-- ConnectionClosed                     the transport ended; carries the stderr tail
      +-- TransportError                       an HTTP answer that is not MCP: status, body excerpt
      |    +-- LostInFlight                    ... the connection broke after the request went out
+     |    +-- SessionExpired                  ... the server no longer knows the session
+     |    +-- AnswerInBody                    ... an error status whose body may be the answer
      +-- ToolError                            a tool reported an error (raise_on_error): the result
      +-- StructuredContentError (also ValueError)  structuredContent missing or not as declared
      +-- SchemaRefused (also ValueError)      a tool's schema past the size or depth bound
@@ -134,6 +136,27 @@ class LostInFlight(TransportError):
     the answer: the server may have acted on it, so its outcome is unknown. A transport
     never sends such a request again; the session repeats one whose method is safe to
     repeat (see :data:`raider_sync.protocol.REPEATABLE_METHODS`), once, and no other."""
+
+
+class SessionExpired(TransportError):
+    """The server no longer knows the session the request was sent in (HTTP 404 to a request
+    carrying ``Mcp-Session-Id``): it restarted, or dropped the session. Raised by a transport;
+    the JSON-RPC session has a new session started (a fresh initialize) and sends the request
+    once more, and fails it with a TransportError only when that cannot be done. ``session``
+    is the session id that expired."""
+
+    def __init__(self, message: str, session: str, status_code: int | None = 404,
+                 body: str = ""):
+        super().__init__(message, status_code, body)
+        self.session = session
+
+
+class AnswerInBody(TransportError):
+    """A request of the stateless revision was refused with an HTTP error status, and that
+    revision answers its refusals with the JSON-RPC error in the body (``body``). Raised by a
+    transport; the JSON-RPC session fails the request with that error (an McpError) when the
+    body holds one, else with this."""
+
 
 class AuthError(RaiderError):
     """An OAuth step failed. ``step`` names it (discovery, registration, consent, token,

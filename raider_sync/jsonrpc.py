@@ -19,6 +19,14 @@ and a transport that only moves messages. It owns:
 These run on one pool of the session, in a lane each (its order and its bound kept): its
 threads are named ``raider-<name>-session_<n>``, made as work comes, end after half a second
 without work (an idle session has none) and are joined by :meth:`Session.close`.
+
+What the transport raises or reports is decided here, never below: a cancelled request is
+abandoned at the transport (:meth:`~raider_sync.transports.base.Transport.abandon`) as its
+``notifications/cancelled`` goes out; a :class:`~raider_sync.errors.SessionExpired` has the
+owner start a new session (``renew_session``), once however many requests found the old one
+gone, while every other send waits for it, and then the request is sent once more; an
+:class:`~raider_sync.errors.AnswerInBody` fails its request with the JSON-RPC error its body
+carries.
 """
 from __future__ import annotations
 
@@ -31,24 +39,28 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
-from .errors import ConnectionClosed, LostInFlight, McpError, RaiderError, RequestTimeout
+from . import _moved
+from .errors import (AnswerInBody, ConnectionClosed, LostInFlight, McpError, RaiderError,
+                     RequestTimeout, SessionExpired, TransportError)
+from .protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+from .protocol.messages import (error_in_body, error_of, error_reply, is_response,
+                                request_problem, valid_id)
 from .threads import timer
 from .threads.futures import wait_bounded
+from .threads.renewal import Renewal
 from .transports.base import RequestFailed, StreamHealth
 from .threads.workers import Lane, Workers
 
 log = logging.getLogger("raider_sync.jsonrpc")
 
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
 #: threads sending the requests of request_f(inline=False), so many may be under way at once
 SEND_WORKERS = 16
 #: threads running progress callbacks: how deep callbacks may wait for requests with
 #: progress callbacks of their own before the deepest waits for its timeout
 PROGRESS_WORKERS = 4
+#: seconds a renewal of the session may take when no request's deadline bounds it (one the
+#: transport's GET stream asked for), and a message without a deadline waits for one
+RENEW_TIMEOUT = 30.0
 
 RequestHandler = Callable[[str, dict], Any]
 NotificationHandler = Callable[[str, dict], None]
@@ -57,33 +69,6 @@ ProgressCallback = Callable[[float, Optional[float], Optional[str]], None]
 
 class MethodNotFound(RaiderError):
     """Raised by a request handler for a method it does not serve (answered with -32601)."""
-
-
-def is_response(message: dict) -> bool:
-    """Whether a received object is an answer (a result or an error, and no method)."""
-    return "method" not in message and ("result" in message or "error" in message)
-
-
-def valid_id(value: Any) -> bool:
-    """Whether ``value`` may be a request's id: a string or an integer, as MCP narrows
-    JSON-RPC (never null, a boolean or a structure)."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def request_problem(message: dict) -> str | None:
-    """What makes ``message`` (an object that is not an answer) an invalid JSON-RPC 2.0
-    request or notification, else None; every served request is checked with this, whatever
-    carried it. The answer to an invalid one is -32600 Invalid Request, with its id when
-    :func:`valid_id` (else null); an invalid notification is not answered."""
-    if message.get("jsonrpc") != "2.0":
-        return 'jsonrpc must be "2.0"'
-    if not isinstance(message.get("method"), str):
-        return "method must be a string" if "method" in message else "method is missing"
-    if "params" in message and not isinstance(message["params"], dict):
-        return "params must be an object"
-    if "id" in message and not valid_id(message["id"]):
-        return "id must be a string or an integer"
-    return None
 
 
 class _Pending:
@@ -136,10 +121,15 @@ class Session:
     is sent (it may add to ``params``) and returns a callback for the request's future.
     ``repeatable(message)`` says whether a request whose connection broke after it went out
     (:class:`LostInFlight`) may be sent once more; by default none may.
+    ``renew_session(timeout)``, when set, starts a new session in place of one the server
+    forgot (the transport raised :class:`SessionExpired`), sending through this session
+    (initialize) within ``timeout`` seconds, or raises RaiderError; without it such a request
+    fails with the SessionExpired.
     """
 
     observe: Optional[Callable[[str, dict, Any], Callable[[Future], None]]] = None
     repeatable: Callable[[dict], bool] = staticmethod(lambda message: False)
+    renew_session: Optional[Callable[[float], None]] = None
 
     def __init__(self, transport, *, name: str,
                  handle_request: RequestHandler | None = None,
@@ -179,6 +169,8 @@ class Session:
         #: ``stamp(method, params)``: the params every outgoing request is sent with (the
         #: stateless revision puts its ``_meta`` in each); None sends them as given
         self.stamp: Callable[[str, dict], dict] | None = None
+        # renewals of the transport's session: one at a time, the others' sends wait for it
+        self._renewal = Renewal(key=lambda expired: expired.session)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -282,6 +274,17 @@ class Session:
             alone = send_awaited is not None and entry.on_progress is None and not any(
                 other.awaited for other in self._pending.values() if other is not entry)
         def send() -> None:
+            if not self._await_session(deadline, renew=True):
+                return  # the deadline passed first: the timer fails the request
+            try:
+                send_once()
+            except SessionExpired as exc:
+                if self._renewal.here:
+                    raise  # a renewal's own request: the renewal fails with it
+                if self._renew(exc, deadline) and request_id in self._pending:
+                    send_once()  # else the deadline passed first: the timer fails it
+
+        def send_once() -> None:
             if send_awaited is not None:
                 send_awaited(message, deadline=deadline, answer=entry.future, alone=alone)
             else:
@@ -296,6 +299,10 @@ class Session:
                 log.info("%s: %s was lost in flight (%s); sending it once more", self.name,
                          message.get("method"), exc)
                 send()
+        except AnswerInBody as exc:  # refused with a status: the body may be the answer
+            error = error_in_body(exc.body)
+            self._settle_in_order(request_id, {"error": error_of(error) if error is not None
+                                               else exc})
         except RequestTimeout:  # the peer took nothing of it in time: the request's own timeout
             self._settle(request_id, error=entry.timeout_error(self._timeout_message(entry)))
         except (TypeError, ValueError) as exc:  # params JSON cannot carry: the caller's error
@@ -319,7 +326,7 @@ class Session:
         if params is not None:
             message["params"] = params
         try:
-            self.transport.send(message)
+            self._send_message(message)
         except Exception as exc:  # noqa: BLE001 - a notification has nobody to tell
             log.debug("%s: notification %s not sent: %s", self.name, method, exc)
 
@@ -340,7 +347,10 @@ class Session:
             self._settle_in_order(message.request_id, {"error": message.error})
             return
         if isinstance(message, StreamHealth):  # no request's outcome: the server's reach
-            self._tell_settled(message.error)
+            if isinstance(message.error, SessionExpired):  # a stream found its session gone
+                self._submit(self._senders, self._renew_for_stream, message.error)
+            else:
+                self._tell_settled(message.error)
             return
         if not isinstance(message, dict):
             log.warning("%s: ignored a message that is not an object", self.name)
@@ -365,9 +375,7 @@ class Session:
     def _receive_response(self, message: dict) -> None:
         request_id = message.get("id")
         if "error" in message:
-            err = message["error"] if isinstance(message["error"], dict) else {}
-            outcome: dict = {"error": McpError(_code(err.get("code")),
-                                               str(err.get("message", "error")), err.get("data"))}
+            outcome: dict = {"error": error_of(message["error"])}
         else:
             outcome = {"result": message["result"]}
         self._settle_in_order(request_id, outcome)
@@ -380,7 +388,7 @@ class Session:
             return
         request_id = message["id"] if valid_id(message["id"]) else None
         self._submit(self._control, self._send_reply,
-                     _error_reply(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"),
+                     error_reply(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"),
                      str(message.get("method")))
 
     def _settle_in_order(self, request_id: Any, outcome: dict) -> None:
@@ -407,21 +415,21 @@ class Session:
             reply = {"jsonrpc": "2.0", "id": request_id,
                      "result": self._handle_request(method, message.get("params") or {})}
         except MethodNotFound:
-            reply = _error_reply(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+            reply = error_reply(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
         except McpError as exc:
-            reply = _error_reply(request_id, exc.code, exc.message, exc.data)
+            reply = error_reply(request_id, exc.code, exc.message, exc.data)
         except Exception as exc:  # noqa: BLE001 - a handler's failure is the peer's answer
             log.exception("%s: handler for %s failed", self.name, method)
-            reply = _error_reply(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+            reply = error_reply(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         self._send_reply(reply, method)
 
     def _send_reply(self, reply: dict, method: str) -> None:
         try:
-            self.transport.send(reply)
+            self._send_message(reply)
         except (TypeError, ValueError) as exc:  # JSON cannot carry it: the peer must not wait
             log.warning("%s: the answer to %s cannot be sent as JSON: %s", self.name, method, exc)
             if "result" in reply:
-                self._send_reply(_error_reply(reply["id"], INTERNAL_ERROR,
+                self._send_reply(error_reply(reply["id"], INTERNAL_ERROR,
                                               f"the answer cannot be sent as JSON: {exc}"), method)
         except Exception as exc:  # noqa: BLE001
             log.debug("%s: answer to %s not sent: %s", self.name, method, exc)
@@ -493,8 +501,17 @@ class Session:
             self._send_cancelled(request_id, "cancelled by the client")
 
     def _send_cancelled(self, request_id: int, reason: str) -> None:
-        self._submit(self._control, self.notify, "notifications/cancelled",
-                     {"requestId": request_id, "reason": reason})
+        self._submit(self._control, self._cancel_at_peer, request_id, reason)
+
+    def _cancel_at_peer(self, request_id: int, reason: str) -> None:
+        """The transport lets go of the request's answer; the peer is told it is cancelled."""
+        abandon = getattr(self.transport, "abandon", None)
+        if abandon is not None:
+            try:
+                abandon(request_id)
+            except Exception:  # noqa: BLE001 - the cancellation still goes out
+                log.exception("%s: abandoning request %s failed", self.name, request_id)
+        self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
 
     def _fail_all(self, error: BaseException) -> None:
         with self._lock:
@@ -523,6 +540,65 @@ class Session:
             except Exception:  # noqa: BLE001
                 log.exception("%s: on_close failed", self.name)
         self._fail_all(error)
+
+    # -- session renewal -----------------------------------------------------------------
+
+    def _send_message(self, message: dict) -> None:
+        """Send a message that awaits no answer (a notification, an answer to the peer),
+        after a renewal of the session under way; once more in a new session when the
+        server forgot the one it went in. Raises what the transport raises."""
+        self._await_session(None)
+        try:
+            self.transport.send(message)
+        except SessionExpired as exc:
+            if self._renewal.here or not self._renew(exc, time.monotonic() + RENEW_TIMEOUT):
+                raise
+            self.transport.send(message)
+
+    def _await_session(self, deadline: float | None, renew: bool = False) -> bool:
+        """Wait while another thread renews the session (at most until ``deadline``, a
+        time.monotonic() value, else RENEW_TIMEOUT s); with ``renew``, renew it first when
+        the last renewal failed. False when the deadline passed first. Raises what
+        :meth:`_renew` raises."""
+        end = time.monotonic() + RENEW_TIMEOUT if deadline is None else deadline
+        if not self._renewal.wait(end):
+            return False
+        failed = self._renewal.failed if renew and not self._renewal.here else None
+        return failed is None or self._renew(failed, end)
+
+    def _renew(self, expired: SessionExpired, deadline: float) -> bool:
+        """Have the owner start a new session in place of the one ``expired`` names, once
+        however many requests found it gone: the first renews (``renew_session``, on its
+        thread, within ``deadline``), the others wait for it. True when a new session is
+        there; False when ``deadline`` passed while waiting. Raises ``expired`` without a
+        ``renew_session``, TransportError when the renewal failed."""
+        hook = self.renew_session
+        if hook is None:
+            raise expired
+
+        def renew() -> None:
+            log.info("%s: the server forgot the session; starting a new one", self.name)
+            drop = getattr(self.transport, "drop_session", None)
+            if drop is not None:
+                drop(expired.session)
+            try:
+                hook(max(0.1, deadline - time.monotonic()))
+            except RaiderError as exc:
+                # the status is the renewal's when it has one: a server out of reach says so
+                status = (exc.status_code if isinstance(exc, TransportError)
+                          else expired.status_code)
+                raise TransportError(f"{expired}, and a new session could not be started: "
+                                     f"{exc}", status, expired.body) from exc
+        return self._renewal.run(expired, renew, deadline)
+
+    def _renew_for_stream(self, expired: SessionExpired) -> None:
+        """A stream of the transport (HTTP's GET stream) found its session gone: renew it
+        (on a sender thread). A failure is told as that stream's health."""
+        try:
+            self._renew(expired, time.monotonic() + RENEW_TIMEOUT)
+        except RaiderError as exc:
+            log.warning("%s: %s", self.name, exc)
+            self._tell_settled(exc)
 
     # -- deadlines -----------------------------------------------------------------------
 
@@ -555,24 +631,15 @@ class Session:
             log.debug("%s: dropped %s while closing", self.name, getattr(fn, "__name__", fn))
 
 
-def _error_reply(request_id: Any, code: int, message: str, data: Any = None) -> dict:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
 def _hashable(value: Any) -> bool:
     return isinstance(value, (str, int, float, type(None)))
 
 
-def _code(value: Any) -> int:
-    """A JSON-RPC error code; a peer's malformed one counts as an internal error."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return INTERNAL_ERROR
-
-
 def _seconds(value: float) -> str:
     return f"{value:g}"
+
+
+def __getattr__(name: str):
+    # the error codes moved to raider_sync.protocol.codes; the ones not used here are
+    # still handed on under this module's name
+    return _moved.moved_name(__name__, name)

@@ -278,7 +278,7 @@ def pytest_xdist_make_scheduler(config, log):
 #: modules whose tests take longest (hypothesis, the manual's build, the soak, many
 #: processes): collected first, so that no worker is left running one of them at the end
 SLOW_MODULES = ("tests/test_docs.py", "tests/llm/test_names.py", "tests/llm/test_schema.py",
-                "tests/transports/test_http_headers.py", "tests/client/test_soak.py",
+                "tests/protocol/test_http_headers.py", "tests/client/test_soak.py",
                 "tests/client/test_notebook.py", "tests/gateway/test_scale.py")
 
 

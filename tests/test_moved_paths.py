@@ -74,3 +74,13 @@ def test_python_dash_m_on_an_old_path_runs_the_module(tmp_path):
         "command": sys.executable, "args": ["-m", "raider_sync.demo"], "cwd": str(tmp_path)}}})
     with McpServer(config.server("demo")) as server:
         assert "mcp__demo__add" in [tool["name"] for tool in server.list_tools(timeout=60)]
+
+
+@pytest.mark.parametrize("module, name", sorted(_moved.MOVED_NAMES))
+def test_a_name_that_moved_out_of_a_module_is_handed_on_without_a_warning(module, name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        old = getattr(importlib.import_module(module), name)
+    assert old is getattr(importlib.import_module(_moved.MOVED_NAMES[module, name]), name)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        importlib.import_module(module).no_such_name  # noqa: B018

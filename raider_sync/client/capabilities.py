@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Union
 
 from ..errors import McpError
-from ..jsonrpc import INTERNAL_ERROR, MethodNotFound
+from ..jsonrpc import MethodNotFound
+from ..protocol.codes import INTERNAL_ERROR
 
 Roots = Union[Iterable[Union[str, dict]], Callable[[], Iterable[Union[str, dict]]]]
 Handler = Callable[[dict], dict]

@@ -162,7 +162,7 @@ class Connection:
             with self.lock:
                 self._check_current(generation)
                 self.transport, self.session = transport, session
-            transport.renew_session = self._renew  # HTTP: servers may forget sessions
+            session.renew_session = self._renew  # HTTP: servers may forget sessions
             deadline = Deadline(timeout)
             session.open(timeout=deadline.left())
             era = open_era(session, self.host, deadline, self.startup_timeout_message())
@@ -201,8 +201,9 @@ class Connection:
             raise NotConnected("stopped while starting")
 
     def _renew(self, timeout: float) -> None:
-        """A new session in place of one the server forgot (HTTP 404); called by the transport
-        on the thread of the request that found it gone. The lists are fetched again."""
+        """A new session in place of one the server forgot (HTTP 404); called by the session
+        (once, however many requests found it gone) on the thread of one of them. The lists
+        are fetched again."""
         session, era = self.session, self.era
         if session is None or era is None or self.status not in UP:
             raise self.not_connected()

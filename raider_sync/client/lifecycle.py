@@ -21,7 +21,7 @@ from ..config import RestartPolicy
 from ..errors import TransportError
 from ..protocol import REPEATABLE_METHODS
 from ..threads.futures import Deadline, Deadlines, settle
-from ..transports.http_common import DeadlinePassed
+from ..transports.statuses import Status, classify_error
 
 #: the statuses in which calls are sent
 UP = ("connected", "degraded")
@@ -40,11 +40,9 @@ def repeatable(message: dict) -> bool:
 
 
 def unreachable(error: TransportError) -> bool:
-    """An HTTP failure that says nothing reached the server (or its gateway gave up on it)."""
-    if isinstance(error, DeadlinePassed):  # the request's own timeout tells of that
-        return False
-    status = error.status_code
-    return status is None or status in (502, 503, 504)
+    """An HTTP failure that says nothing reached the server (or its gateway gave up on it);
+    the request's own timeout is not one (see :mod:`raider_sync.transports.statuses`)."""
+    return classify_error(error) is Status.UNREACHABLE
 
 
 def restart_policy(value: Any) -> RestartPolicy | None:

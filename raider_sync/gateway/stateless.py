@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from ..transports.http_headers import headers_problem
-
-HEADER_MISMATCH = -32020
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+from ..protocol.codes import HEADER_MISMATCH
+from ..protocol.http_headers import headers_problem
 
 
 def problem(environ: dict, body: bytes) -> Optional[str]:

@@ -20,7 +20,8 @@ from ..config import ServerSpec
 from ..errors import ConnectionClosed
 from ..client.server import McpServer
 from .serving import ServedSession
-from ..transports.base import Closed, Deliver, Transport, deliver_json, encode_message
+from ..protocol.messages import encode_message
+from ..transports.base import Closed, Deliver, Transport, deliver_json
 
 log = logging.getLogger("raider_sync.inprocess")
 

@@ -17,10 +17,8 @@ from typing import Any
 
 from ..errors import McpError
 from ..client.eras.modern import (META_CAPABILITIES, META_SERVER_INFO, META_SUBSCRIPTION, META_VERSION,
-                     MODERN_VERSIONS, UNSUPPORTED_VERSION)
-
-INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
+                     MODERN_VERSIONS)
+from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_VERSION
 
 
 def has_envelope(params: Any) -> bool:

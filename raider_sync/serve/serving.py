@@ -24,6 +24,7 @@ from .served import (ServedEra, check_envelope, discover_result, listen_ack,
 from ..errors import McpError, ToolTimeout, UnknownTool
 from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
+from ..protocol.codes import INVALID_PARAMS
 from ..transports.stream import StreamTransport
 
 PAGE_SIZE = 100
@@ -70,7 +71,7 @@ class ToolServerAnswers:
                 return server.call_tool(params.get("name", ""), params.get("arguments") or {},
                                         on_progress=on_progress)
             except UnknownTool as exc:
-                raise McpError(-32602, str(exc)) from None
+                raise McpError(INVALID_PARAMS, str(exc)) from None
             except ToolTimeout as exc:
                 return text_result(str(exc), is_error=True)
         if method == "resources/list" and server.has_resources:
@@ -127,7 +128,7 @@ class ToolServerAnswers:
         try:
             start = int(params.get("cursor") or 0)
         except ValueError:
-            raise McpError(-32602, "invalid cursor") from None
+            raise McpError(INVALID_PARAMS, "invalid cursor") from None
         page: dict[str, Any] = {field: items[start:start + self.page_size]}
         if start + self.page_size < len(items):
             page["nextCursor"] = str(start + self.page_size)

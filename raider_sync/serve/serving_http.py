@@ -48,12 +48,15 @@ from ..client.eras.modern import MODERN_VERSIONS
 from .served import check_envelope, has_envelope, listen_ack
 from ..errors import McpError
 from ..threads.futures import run_in_thread
-from ..jsonrpc import (INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, MethodNotFound,
-                      is_response, request_problem, valid_id)
+from ..jsonrpc import MethodNotFound
+from ..protocol.codes import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+                              METHOD_NOT_FOUND, MISSING_CAPABILITY, PARSE_ERROR,
+                              UNSUPPORTED_VERSION)
+from ..protocol.http_headers import headers_problem
+from ..protocol.messages import is_response, request_problem, valid_id
+from ..protocol.sse_events import KEEP_ALIVE
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
-from ..transports.http_headers import headers_problem
-from ..transports.sse_events import KEEP_ALIVE
 
 log = logging.getLogger("raider_sync.serving_http")
 
@@ -64,8 +67,9 @@ DEFAULT_PATH = "/mcp"
 RETRY_AFTER = 5
 #: seconds serve_http waits, on the way out, for the open streams to end
 CLOSE_GRACE = 2.0
-_STATUS = {-32020: "400 Bad Request", -32021: "400 Bad Request", -32022: "400 Bad Request",
-           -32602: "400 Bad Request", -32600: "400 Bad Request", -32700: "400 Bad Request",
+_STATUS = {HEADER_MISMATCH: "400 Bad Request", MISSING_CAPABILITY: "400 Bad Request",
+           UNSUPPORTED_VERSION: "400 Bad Request", INVALID_PARAMS: "400 Bad Request",
+           INVALID_REQUEST: "400 Bad Request", PARSE_ERROR: "400 Bad Request",
            METHOD_NOT_FOUND: "404 Not Found"}
 _SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                 ("X-Accel-Buffering", "no")]  # a fronting nginx must not buffer a stream
@@ -130,7 +134,7 @@ class ToolServerApp:
         try:
             message = json.loads(environ["wsgi.input"].read(length) or b"null")
         except ValueError:
-            return _error(start_response, None, -32700, "the body is not JSON")
+            return _error(start_response, None, PARSE_ERROR, "the body is not JSON")
         if not isinstance(message, dict):
             return _error(start_response, None, INVALID_REQUEST,
                           "Invalid Request: the body must be one JSON-RPC message object")
@@ -176,7 +180,7 @@ class ToolServerApp:
         if environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS:
             return _reply(start_response, "405 Method Not Allowed", None, [("Allow", "POST")])
         if not _accepts_streams(environ):
-            return _error(start_response, None, -32600, "GET opens an event stream: "
+            return _error(start_response, None, INVALID_REQUEST, "GET opens an event stream: "
                           "Accept must list text/event-stream", status="406 Not Acceptable")
         stream = self.streams.open()
         if stream is None:
@@ -189,7 +193,7 @@ class ToolServerApp:
                 params: dict, streams: bool) -> Iterable[bytes]:
         check_envelope(params)
         if not streams:
-            return _error(start_response, request_id, -32600, "subscriptions/listen is "
+            return _error(start_response, request_id, INVALID_REQUEST, "subscriptions/listen is "
                           "answered with an event stream: Accept must list text/event-stream",
                           status="406 Not Acceptable")
         ack = listen_ack(params, request_id, {
@@ -265,7 +269,7 @@ def _check_headers(environ: dict, method: str, params: dict) -> None:
     problem = headers_problem(environ.get("HTTP_MCP_METHOD"), environ.get("HTTP_MCP_NAME"),
                               method, params)
     if problem is not None:
-        raise McpError(-32020, problem)
+        raise McpError(HEADER_MISMATCH, problem)
 
 
 def _error(start_response: StartResponse, request_id: Any, code: int, message: str,
@@ -275,7 +279,8 @@ def _error(start_response: StartResponse, request_id: Any, code: int, message: s
     if data is not None:
         error["data"] = data
     if status is None:
-        status = _STATUS.get(code, "200 OK") if modern or code in (-32700, -32600) else "200 OK"
+        status = (_STATUS.get(code, "200 OK") if modern or code in (PARSE_ERROR, INVALID_REQUEST)
+                  else "200 OK")
     return _reply(start_response, status, {"jsonrpc": "2.0", "id": request_id, "error": error},
                   headers)
 

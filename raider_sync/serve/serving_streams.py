@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Iterable, Iterator
 
 from .served import listen_notification, listen_result
-from ..transports.sse_events import KEEP_ALIVE, encode_event
+from ..protocol.sse_events import KEEP_ALIVE, encode_event
 
 #: at most this many long-lived streams (listen, GET) are open at once, by default
 MAX_STREAMS = 8

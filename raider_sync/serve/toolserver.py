@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError, create_model
 from ..threads.timeouts import seconds
 from ..config import normalize_name
 from ..errors import McpError, NotConnected, RaiderError, ToolTimeout, UnknownTool
+from ..protocol.codes import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..threads.futures import Deadlines, failed, resolved, then, wait_bounded
 from ..threads.workers import Workers
 from ..client.launch import DEFAULT_CALL_TIMEOUT_S
@@ -366,7 +367,7 @@ class ToolServer:
         seconds(timeout, self.call_timeout, method="ToolServer.read_resource")
         resource = self._resources.get(uri)
         if resource is None:
-            raise McpError(-32002, f"Resource not found: {uri}")
+            raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}")
         value = resource.read()
         item: dict[str, Any] = {"uri": uri}
         if resource.mime_type:
@@ -396,11 +397,11 @@ class ToolServer:
         seconds(timeout, self.call_timeout, method="ToolServer.get_prompt")
         prompt = self._prompts.get(name)
         if prompt is None:
-            raise McpError(-32602, f"Unknown prompt: {name}")
+            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
         try:
             value = prompt.render(**(arguments or {}))
         except TypeError as exc:
-            raise McpError(-32602, f"Invalid arguments for prompt {name}: {exc}") from None
+            raise McpError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {exc}") from None
         if isinstance(value, str):
             value = [{"role": "user", "content": {"type": "text", "text": value}}]
         return {"description": prompt.description, "messages": list(value)}

@@ -7,7 +7,8 @@ received, ``closed(error)`` once when the connection ends without being closed b
 from __future__ import annotations
 
 from ..errors import RaiderError
-from .base import DEFAULT_MAX_MESSAGE_SIZE, Transport
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE
+from .base import Transport
 from .http import StreamableHttpTransport
 from .sse import LegacySseTransport
 from .stdio import StdioTransport

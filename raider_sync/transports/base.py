@@ -1,10 +1,12 @@
 """The interface every transport implements."""
 from __future__ import annotations
 
-import json
 import logging
 from concurrent.futures import Future
 from typing import Any, Callable, NamedTuple, Optional
+
+from .. import _moved
+from ..protocol.messages import MessageTooLong, decode_message, size_text
 
 Deliver = Callable[[Any], None]
 Closed = Callable[[BaseException], None]
@@ -29,46 +31,10 @@ class StreamHealth(NamedTuple):
     error: BaseException | None
 
 
-def encode_message(message: Any) -> bytes:
-    """One message as compact UTF-8 JSON. Raises ValueError (NaN, infinities) or TypeError
-    (objects) for what JSON cannot carry, before anything is sent; a lone surrogate, which
-    UTF-8 cannot carry, is sent escaped (still valid JSON)."""
-    text = _ENCODER.encode(message)
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return _ASCII_ENCODER.encode(message).encode()
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-
-
-#: the default bound on one received message (a stdio line, an SSE event, an HTTP body)
-DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
-
-
-def size_text(size: int) -> str:
-    """``size`` bytes for people: ``64 MiB``, ``1.5 KiB``, ``100 bytes``."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.4g} {unit}"
-    return f"{size} bytes"
-
-
 def too_large(name: str, what: str, limit: int) -> str:
     """The message of an error for a received message over ``limit`` bytes."""
     return (f"MCP server {name!r} sent {what} larger than the maximum message size of "
             f"{size_text(limit)} (max_message_size, .mcp.json maxMessageSize)")
-
-
-class MessageTooLong(Exception):
-    """Raised by :func:`read_lines` (and the SSE parser) for a line or event over the limit;
-    each reader turns it into the error of its request or connection."""
-
-    def __init__(self, limit: int):
-        super().__init__(f"more than {size_text(limit)}")
-        self.limit = limit
 
 
 def read_lines(stream, limit: int):
@@ -156,25 +122,6 @@ def _decoded(data) -> str | bytes:
         return bytes(data)
 
 
-def decode_message(data: str | bytes) -> Any:
-    """One received message parsed. Raises ValueError for anything that is not JSON, also
-    for nesting too deep for the parser (which raises RecursionError) and invalid UTF-8."""
-    if isinstance(data, str) and data.startswith("\ufeff"):
-        data = data[1:]  # a byte order mark, which json.loads takes only in bytes
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply to parse") from None
-
-
-def looks_like_jsonrpc(message: Any) -> bool:
-    """Whether a parsed message has the shape of JSON-RPC (an object naming ``jsonrpc``, or
-    a batch of them): used to tell a server's stray output from its messages."""
-    if isinstance(message, list):
-        return bool(message) and all(looks_like_jsonrpc(item) for item in message)
-    return isinstance(message, dict) and "jsonrpc" in message
-
-
 def deliver_json(data: str | bytes, deliver: "Deliver", log: logging.Logger, name: str,
                  where: str) -> Any:
     """Parse one received message and hand it to ``deliver``; the message, or None when
@@ -198,15 +145,6 @@ def deliver_parsed(message: Any, deliver: "Deliver", log: logging.Logger, name: 
         log.exception("%s: a message could not be handled", name)
 
 
-def answers(message: Any, request_id: Any) -> bool:
-    """Whether ``message`` (or a batch) holds the answer to the request ``request_id``."""
-    if isinstance(message, dict):
-        return "method" not in message and message.get("id") == request_id
-    if isinstance(message, list):
-        return any(answers(item, request_id) for item in message)
-    return False
-
-
 def poll_ms(seconds: float) -> int:
     """A ``poll()`` timeout in whole milliseconds, rounded up: never 0 for a wait that is
     not over, so a wait is never cut short into a busy loop."""
@@ -216,15 +154,14 @@ def poll_ms(seconds: float) -> int:
 class Transport:
     """Moves JSON-RPC messages between this process and one MCP peer.
 
-    Subclasses implement the four methods; none of them knows request ids or MCP methods.
+    Subclasses implement the four methods; none of them knows MCP methods, and none calls
+    up into its owner: what goes wrong is raised from :meth:`send` (a
+    :class:`~raider_sync.errors.SessionExpired` when the server forgot the session) or
+    delivered as a :class:`RequestFailed` or :class:`StreamHealth`.
     """
 
     #: the process id of a local server process, or None
     pid: Optional[int] = None
-
-    #: set by the owner: ``renew_session(timeout)`` runs a fresh initialize when a transport
-    #: with sessions (Streamable HTTP) learns that the server forgot its session
-    renew_session: Optional[Callable[[float], None]] = None
 
     def start(self, deliver: Deliver, closed: Closed, *, timeout: float | None = None) -> None:
         """Connect (blocks up to ``timeout`` s); then call ``deliver`` for every message received
@@ -248,6 +185,18 @@ class Transport:
     def close(self) -> None:
         """End the connection and join the transport's threads. Safe to call twice."""
         raise NotImplementedError
+
+    def abandon(self, request_id: Any) -> None:
+        """Told that the answer to the request ``request_id`` is no longer wanted (the session
+        cancelled it, and sends its cancellation as an ordinary message). A transport that
+        holds something for that answer lets go of it (HTTP in the stateless revision closes
+        the answer's stream, which is how that revision cancels). Never blocks for long,
+        never raises; nothing to do for most transports."""
+
+    def drop_session(self, session: str) -> None:
+        """Told that the server forgot ``session`` (a :class:`~raider_sync.errors.SessionExpired`
+        this transport raised) and that its owner starts a new one now: send the next
+        requests outside any session. Nothing to do for a transport without sessions."""
 
     def negotiated(self, protocol_version: str, timeout: float) -> None:
         """Told the revision the handshake settled on, before ``notifications/initialized``
@@ -274,3 +223,8 @@ class Transport:
         """A hint at why a server never answered (say, a stdio server that wrote only text
         that is not JSON-RPC), or None."""
         return None
+
+
+def __getattr__(name: str):
+    # the message codec moved to raider_sync.protocol.messages; its old names still work
+    return _moved.moved_name(__name__, name)

@@ -23,20 +23,28 @@ Threads, named after the server:
 Sessions: the ``Mcp-Session-Id`` of the first answer that carries one is sent on every later
 request, ``MCP-Protocol-Version`` once :meth:`negotiated` is told the revision. A request refused
 with 404 (or with a 400 whose body is about the session, as older TypeScript servers answer)
-while carrying a session id means the server forgot the session: the transport asks its owner
-for a new one through ``renew_session(timeout)`` (a fresh initialize, run on the same thread),
-once, then retries the request. The transport knows no MCP method; it only tells a request (it
-expects an answer with the same id) from a notification or an answer (202, no body).
+while carrying a session id means the server forgot the session
+(:func:`~raider_sync.transports.statuses.classify` says so): :meth:`send` raises
+:class:`~raider_sync.errors.SessionExpired`, and whoever sends decides what follows. The
+JSON-RPC session calls :meth:`drop_session` (the next request goes without a session, and
+the first answer carrying an id starts the new one), has a new session started, then sends
+the request once more. The GET stream that finds its session gone delivers a
+:class:`~raider_sync.transports.base.StreamHealth` carrying the SessionExpired, and opens
+again once :meth:`negotiated` tells of a new session. The transport knows no MCP method; it
+tells a request (it expects an answer with the same id) from a notification or an answer
+(202, no body) by the rules of :mod:`raider_sync.protocol.messages`.
 
 Failures: an HTTP error status, an unreachable server or a body that is not JSON raise
 :class:`TransportError` from :meth:`send`, and the session fails that request with it. A failure
 found later, while a worker reads an event stream, is delivered as a
 :class:`~raider_sync.transports.base.RequestFailed` carrying the same kind of TransportError,
-which fails that request only.
+which fails that request only. In the stateless revision (:meth:`stateless`) an error status
+to a request raises :class:`~raider_sync.errors.AnswerInBody`, since that revision puts the
+request's JSON-RPC error in the body; :meth:`abandon` shuts the stream a request's answer
+comes on, which is how that revision cancels, and notifications are not sent at all.
 """
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import threading
@@ -46,14 +54,14 @@ from typing import Any, Callable, Mapping
 
 import requests
 
-from ..errors import ConnectionClosed, RaiderError, TransportError
+from ..errors import AnswerInBody, ConnectionClosed, SessionExpired, TransportError
+from ..protocol.messages import (DEFAULT_MAX_MESSAGE_SIZE, answers, decode_message,
+                                 encode_message, is_notification, request_id_of)
+from ..protocol.sse_events import SseParser
 from ..threads.workers import Workers
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, RequestFailed, StreamHealth,
-                   Transport, answers, decode_message, deliver_json, deliver_parsed,
-                   encode_message)
-from .http_common import (JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, _socket_of,
-                          excerpt, media_type)
-from .sse_events import SseParser
+from .base import Closed, Deliver, RequestFailed, StreamHealth, Transport, deliver_json, deliver_parsed
+from .http_common import JSON_TYPE, SSE_TYPE, HttpChannel, _socket_of, excerpt, media_type
+from .statuses import DeadlinePassed, Status, classify
 
 log = logging.getLogger("raider_sync.transports.http")
 
@@ -64,7 +72,7 @@ LISTEN_READY_TIMEOUT = 5.0
 #: reconnect delay (s) when the server gave no retry:, and the cap of the backoff
 RECONNECT_DELAY = 1.0
 MAX_RECONNECT_DELAY = 30.0
-#: seconds a session-renewal from the GET stream may take
+#: seconds the GET stream waits for a new session after finding its own gone
 RENEW_TIMEOUT = 30.0
 #: seconds the DELETE of stop() may take
 DELETE_TIMEOUT = 5.0
@@ -82,9 +90,6 @@ class StreamableHttpTransport(Transport):
 
     ``headers`` are sent on every request, with those printed by ``headers_helper`` (run with
     ``env`` at :meth:`start` and again once after a 401/403) and ``auth``'s (OAuth).
-    ``renew_session`` is set by the owner: called with the seconds available when the server
-    forgot the session, it must start a new one (initialize) through this transport or raise
-    RaiderError.
     """
 
     def __init__(self, url: str, *, name: str, headers: Mapping[str, str] | None = None,
@@ -98,7 +103,8 @@ class StreamableHttpTransport(Transport):
                                    max_message_size=max_message_size, auth=auth)
         self.session_id: str | None = None
         self.protocol_version: str | None = None
-        self.renew_session: Callable[[float], None] | None = None
+        self._expired: str | None = None  # the session the server forgot, until a new one
+        self._session_lock = threading.Lock()
         self._message_headers: Callable[[dict], dict] | None = None  # set: stateless era
         self._answer_streams: dict[Any, requests.Response] = {}  # request id -> its stream
         self._get_stream: requests.Response | None = None
@@ -116,9 +122,6 @@ class StreamableHttpTransport(Transport):
         self._listening = threading.Event()
         self._stopped = threading.Event()        # set once, by close
         self._wake_listener = threading.Event()  # set by negotiated and close
-        self._renew_lock = threading.Lock()
-        self._renewed = threading.Condition()
-        self._renewer: threading.Thread | None = None
 
     # -- Transport -----------------------------------------------------------------------
 
@@ -149,9 +152,9 @@ class StreamableHttpTransport(Transport):
                   message_headers: Callable[[dict], dict] | None = None) -> None:
         """Speak the stateless revision ``protocol_version``: every POST carries it as
         MCP-Protocol-Version with ``message_headers(message)`` (Mcp-Method, Mcp-Name,
-        Mcp-Param-*); an HTTP error whose body is a JSON-RPC error answers its request with
-        that error; notifications are not sent (closing a stream is the cancel). None goes
-        back to the handshake era."""
+        Mcp-Param-*); an HTTP error status to a request raises AnswerInBody (the revision
+        puts the request's JSON-RPC error in the body); notifications are not sent (closing
+        a stream is the cancel: :meth:`abandon`). None goes back to the handshake era."""
         self.protocol_version = protocol_version
         self._message_headers = message_headers if protocol_version is not None else None
 
@@ -172,14 +175,10 @@ class StreamableHttpTransport(Transport):
         if self._closing:
             raise ConnectionClosed(f"the connection to MCP server {self.name!r} is closed")
         body = encode_message(message)
-        request_id = message.get("id") if "method" in message else None
+        request_id = request_id_of(message)
         headers = self._message_headers
-        if headers is not None and request_id is None and "method" in message:
-            # the stateless revision has no client notifications over HTTP: closing the
-            # answer's stream is how a request is cancelled
-            if message["method"] == "notifications/cancelled":
-                self._close_answer((message.get("params") or {}).get("requestId"))
-            return
+        if headers is not None and is_notification(message):
+            return  # the stateless revision has no client notifications over HTTP
         try:
             self._post(body, request_id, deadline,
                        headers(message) if headers is not None else None, here)
@@ -187,6 +186,14 @@ class StreamableHttpTransport(Transport):
             if request_id is None:
                 raise
             # the process timer fails the request at its deadline and the session cancels it
+
+    def abandon(self, request_id: Any) -> None:
+        """The answer to ``request_id`` is no longer wanted. In the stateless revision the
+        stream it comes on is shut: closing it is how that revision cancels a request. In the
+        handshake era nothing: the cancellation is a message, and the stream is read to its
+        answer (or its deadline) so that its connection can be reused."""
+        if self._message_headers is not None:
+            self._close_answer(request_id)
 
     def close(self) -> None:
         """DELETE the session (405 and errors ignored), close every stream, join the threads."""
@@ -200,33 +207,22 @@ class StreamableHttpTransport(Transport):
 
     def _post(self, body: bytes, request_id: Any, deadline: float | None,
               message_headers: dict | None = None, here: bool = False) -> None:
-        renewed = False
-        while True:
-            self._await_renewal(deadline)
-            sid = self.session_id
-            headers = self._headers(sid, post=True)
-            if message_headers:
-                headers.update(message_headers)
-            response = self.channel.request("POST", self.url, extra_headers=headers,
-                                            deadline=deadline, data=body)
-            self._learn_session(response)
-            if sid is not None and not renewed and self._session_gone(response, sid):
-                self._renew(sid, deadline)
-                renewed = True
-                continue
-            break
+        sid = self.session_id
+        headers = self._headers(sid, post=True)
+        if message_headers:
+            headers.update(message_headers)
+        response = self.channel.request("POST", self.url, extra_headers=headers,
+                                        deadline=deadline, data=body)
+        self._learn_session(response)
+        if sid is not None:
+            self._check_session(response, sid)
         status = response.status_code
-        if (status >= 400 and status not in (401, 403) and message_headers is not None
-                and request_id is not None):
-            failure = self.channel.failure(response, f"MCP server {self.name!r} (POST)")
-            error = _error_answer(failure.body)
-            if error is None:
-                raise failure
-            self._deliver({"jsonrpc": "2.0", "id": request_id, "error": error})  # type: ignore[misc]
-            return
         if status >= 400:
-            again = " with a new session" if renewed else ""
-            raise self.channel.failure(response, f"MCP server {self.name!r} (POST{again})")
+            failure = self.channel.failure(response, f"MCP server {self.name!r} (POST)")
+            if (message_headers is not None and request_id is not None
+                    and classify(status) is not Status.AUTH):
+                raise AnswerInBody(str(failure), failure.status_code, failure.body)
+            raise failure
         kind = media_type(response)
         if kind == SSE_TYPE:
             if here and request_id is not None:
@@ -274,61 +270,39 @@ class StreamableHttpTransport(Transport):
         if self.session_id is None:
             sid = response.headers.get("mcp-session-id")
             if sid:
-                self.session_id = sid
+                with self._session_lock:
+                    if self.session_id is None:
+                        self.session_id, self._expired = sid, None
 
-    def _session_gone(self, response: requests.Response, sid: str) -> bool:
-        """Whether the answer says the server forgot session ``sid``. A 400 not about the
-        session raises its TransportError (its body has been read)."""
-        status = response.status_code
-        if status == 404:
-            response.close()
-            return True
-        if status != 400:
-            return False
-        failure = self.channel.failure(response, f"MCP server {self.name!r}")
-        if "session" in failure.body.lower():
-            return True
-        raise failure
-
-    def _renew(self, stale: str, deadline: float | None) -> None:
-        """Have the owner start a new session in place of ``stale`` (once, however many
-        requests found it gone). Raises TransportError when that fails."""
-        left = RENEW_TIMEOUT if deadline is None else deadline - time.monotonic()
-        if left <= 0 or not self._renew_lock.acquire(timeout=left):
-            raise DeadlinePassed(f"{self.url}: the deadline passed while renewing the session")
-        try:
-            if self.session_id != stale:
-                return  # another request renewed it meanwhile
-            gone = TransportError(f"MCP server {self.name!r} no longer knows the session "
-                                  f"(HTTP 404)", 404)
-            hook = self.renew_session
-            if hook is None or self._closing:
-                raise gone
-            log.info("%s: the server forgot the session; starting a new one", self.name)
-            with self._renewed:
-                self._renewer = threading.current_thread()
+    def drop_session(self, session: str) -> None:
+        """Leave ``session``, which the server forgot, if it is still the one in use: the next
+        requests go without a session id (and without MCP-Protocol-Version), and the first
+        answer that carries one starts the new session. Called by the owner that is about
+        to start a new one; the GET stream waits for it (see :meth:`_await_session`)."""
+        with self._session_lock:
+            if self.session_id == session:
                 self.session_id = None
                 self.protocol_version = None
-            try:
-                hook(max(0.1, left if deadline is None else deadline - time.monotonic()))
-            except RaiderError as exc:
-                self.session_id = stale  # so that the next request tries again
-                raise TransportError(f"{gone}, and a new session could not be started: "
-                                     f"{exc}", 404) from exc
-            finally:
-                with self._renewed:
-                    self._renewer = None
-                    self._renewed.notify_all()
-        finally:
-            self._renew_lock.release()
+                self._expired = session
 
-    def _await_renewal(self, deadline: float | None) -> None:
-        renewer = self._renewer
-        if renewer is None or renewer is threading.current_thread():
+    def _check_session(self, response: requests.Response, sid: str) -> None:
+        """Raise SessionExpired when the answer to a request sent in session ``sid`` says
+        the server forgot it. A 400 not about the session raises its TransportError (its
+        body has been read)."""
+        status = response.status_code
+        body = ""
+        if classify(status, session=True) is Status.SESSION_GONE:  # a 404
+            response.close()
+        elif status == 400:  # a 400 may be about the session: its body says
+            failure = self.channel.failure(response, f"MCP server {self.name!r}")
+            if classify(status, session=True, body=failure.body) is not Status.SESSION_GONE:
+                raise failure
+            body = failure.body
+        else:
             return
-        left = RENEW_TIMEOUT if deadline is None else max(0.0, deadline - time.monotonic())
-        with self._renewed:
-            self._renewed.wait_for(lambda: self._renewer is None, left)
+        log.info("%s: the server forgot the session", self.name)
+        raise SessionExpired(f"MCP server {self.name!r} no longer knows the session "
+                             f"(HTTP {status})", sid, status, body)
 
     # -- reading event streams ----------------------------------------------------------
 
@@ -489,7 +463,15 @@ class StreamableHttpTransport(Transport):
         failures = 0
         retry: int | None = None
         while not self._closing:
-            sid = self.session_id
+            sid, expired = self.session_id, self._expired
+            if sid is None and expired is not None:
+                # the session was dropped and no new one has started (its renewal failed,
+                # or is slow): say so again rather than listen outside any session
+                self._listening.set()
+                if not self._await_session(SessionExpired(
+                        f"MCP server {self.name!r} no longer knows the session", expired)):
+                    return
+                continue
             if sid != session:
                 session, last_id = sid, None  # event ids of a gone session mean nothing
             try:
@@ -501,10 +483,8 @@ class StreamableHttpTransport(Transport):
                     response.close()
                     log.debug("%s: the server offers no GET stream (405)", self.name)
                     return
-                if sid is not None and self._session_gone(response, sid):
-                    self._listening.set()
-                    self._renew(sid, time.monotonic() + RENEW_TIMEOUT)
-                    continue
+                if sid is not None:
+                    self._check_session(response, sid)
                 if response.status_code >= 400:
                     raise self.channel.failure(response, f"MCP server {self.name!r} (GET)")
                 if media_type(response) != SSE_TYPE:
@@ -512,6 +492,11 @@ class StreamableHttpTransport(Transport):
                     log.info("%s: the GET stream is not an event stream; not listening",
                              self.name)
                     return
+            except SessionExpired as exc:
+                self._listening.set()
+                if not self._await_session(exc):
+                    return
+                continue
             except TransportError as exc:
                 if self._closing:
                     return
@@ -548,6 +533,13 @@ class StreamableHttpTransport(Transport):
             last_id, retry = parser.last_event_id, parser.retry
             if not self._pause(retry, None, listener=True):
                 return
+
+    def _await_session(self, expired: SessionExpired) -> bool:
+        """The GET stream's session is gone: tell the owner (a StreamHealth carrying
+        ``expired``; the owner has a new session started), then wait for :meth:`negotiated`
+        to tell of the new one, at most RENEW_TIMEOUT s. False when closing."""
+        deliver_parsed(StreamHealth(expired), self._deliver, log, self.name)
+        return self._pause(None, None, RENEW_TIMEOUT, listener=True)
 
     # -- stopping ------------------------------------------------------------------------
 
@@ -607,16 +599,3 @@ def _shut_answer(response: requests.Response) -> None:
 
 def _hashable(value: Any) -> bool:
     return isinstance(value, (str, int, float))
-
-
-def _error_answer(body: str) -> dict | None:
-    """The JSON-RPC error an HTTP error body carries (the stateless revision answers its
-    refusals so), else None."""
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
-    error = message.get("error") if isinstance(message, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("code"), int):
-        return error
-    return None

@@ -8,7 +8,8 @@
 - :meth:`HttpChannel.failure` and :func:`unreachable`: the one place where HTTP statuses and
   ``requests``/``urllib3``/socket errors become raider_sync errors (:class:`TransportError` with
   the status code and a short excerpt of the body; :class:`LostInFlight` for a connection lost
-  once the request was written).
+  once the request was written). What a status means (unreachable, auth, session gone, ...)
+  is :func:`~raider_sync.transports.statuses.classify`'s to say.
 - Nothing that may have reached the server is sent twice: urllib3 retries nothing, and only a
   GET or a DELETE (idempotent) is sent once more when its kept-alive connection turns out
   closed. A POST never is: a connection the server closed while idle is found closed by urllib3
@@ -40,8 +41,10 @@ from urllib3.util.retry import Retry
 from urllib3.util.wait import wait_for_read
 
 from ..errors import LostInFlight, TransportError
-from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message, too_large
-from .sse_events import SseEvent, SseParser
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message
+from ..protocol.sse_events import SseEvent, SseParser
+from .base import too_large
+from .statuses import DeadlinePassed, Status, classify
 
 log = logging.getLogger("raider_sync.transports.http")
 
@@ -72,7 +75,8 @@ SSE_TYPE = "text/event-stream"
 
 def unreachable(exc: BaseException, url: str) -> TransportError:
     """A ``requests``/``urllib3``/socket error of an exchange with ``url``, as a TransportError
-    (a LostInFlight when the connection was lost once the request was written)."""
+    (a LostInFlight when the connection was lost once the request was written). Either has
+    no status: :func:`~raider_sync.transports.statuses.classify` calls it UNREACHABLE."""
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         what = "connecting timed out"
     elif isinstance(exc, requests.exceptions.ReadTimeout):
@@ -254,11 +258,11 @@ class HttpChannel:
             return self._send(method, url, headers, deadline, data, read_timeout)
 
         response = send()
-        if response.status_code in (401, 403) and self.reauthorize(
+        if classify(response.status_code) is Status.AUTH and self.reauthorize(
                 generation, _left(deadline, HELPER_TIMEOUT)):
             response.close()
             response = send()
-        while auth is not None and response.status_code in (401, 403):
+        while auth is not None and classify(response.status_code) is Status.AUTH:
             try:
                 again = auth.challenge(response, attempt, deadline)
             except BaseException:
@@ -350,7 +354,7 @@ class HttpChannel:
             pass
         reason = f"HTTP {response.status_code} {response.reason or ''}".strip()
         detail = f": {excerpt(message, 200)}" if message else ""
-        if response.status_code in (401, 403) and self.own_authorization():
+        if classify(response.status_code) is Status.AUTH and self.own_authorization():
             return TransportError(f"{what} refused the configured Authorization header "
                                   f"({reason}){detail}", response.status_code, body)
         return TransportError(f"{what} answered {reason}{detail}", response.status_code, body)
@@ -529,12 +533,6 @@ class HttpChannel:
                     _shut(connection)
             else:
                 self._sockets.discard(connection)
-
-
-class DeadlinePassed(TransportError):
-    """The call's deadline passed during the exchange (the session's deadline, on the
-    process timer, fails the call and sends notifications/cancelled; the transport only
-    stops)."""
 
 
 def _left(deadline: float | None, cap: float) -> float:

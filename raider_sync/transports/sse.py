@@ -21,8 +21,10 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from ..errors import ConnectionClosed, TransportError
-from .base import DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, Transport, deliver_json, encode_message
-from .http_common import JSON_TYPE, SSE_TYPE, DeadlinePassed, HttpChannel, media_type
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_request
+from .base import Closed, Deliver, Transport, deliver_json
+from .http_common import JSON_TYPE, SSE_TYPE, HttpChannel, media_type
+from .statuses import DeadlinePassed
 
 log = logging.getLogger("raider_sync.transports.sse")
 
@@ -108,7 +110,7 @@ class LegacySseTransport(Transport):
             response = self.channel.request("POST", endpoint, extra_headers={
                 "Content-Type": JSON_TYPE, "Accept": JSON_TYPE}, deadline=deadline, data=body)
         except DeadlinePassed:
-            if "method" in message and "id" in message:
+            if is_request(message):
                 return  # the session's deadline (on the process timer) fails and cancels the request
             raise
         if response.status_code >= 400:

@@ -21,8 +21,8 @@ from concurrent.futures import Future
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
 from ..threads.interrupts import acquire_into, write_into
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, LineSplitter, Transport,
-                   encode_message, poll_ms)
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_request
+from .base import Closed, Deliver, LineSplitter, Transport, poll_ms
 from .stdout import StdoutReader
 
 STDERR_TAIL_LINES = 50
@@ -138,7 +138,7 @@ class StdioTransport(Transport):
         was written, or kills the server (a half-written line breaks the stream) and raises
         ConnectionClosed. Raises ConnectionClosed when the process is gone."""
         self._write(message, deadline)
-        if "method" in message and "id" in message and self._stdout is not None:
+        if is_request(message) and self._stdout is not None:
             self._stdout.want_reader()  # its answer comes to the reader thread
 
     def send_awaited(self, message: dict, *, deadline: float | None = None,

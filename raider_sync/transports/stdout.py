@@ -34,8 +34,8 @@ from typing import Any, Callable
 
 from ..errors import ConnectionClosed
 from ..threads.interrupts import read_into
-from .base import (Deliver, LineSplitter, MessageTooLong, answers, decode_message, deliver_json,
-                   deliver_parsed, looks_like_jsonrpc, poll_ms, too_large)
+from ..protocol.messages import MessageTooLong, answers, decode_message, looks_like_jsonrpc
+from .base import Deliver, LineSplitter, deliver_json, deliver_parsed, poll_ms, too_large
 
 #: how much one read takes (a pipe holds 64 KiB unless the server's side was made larger)
 CHUNK = 256 * 1024

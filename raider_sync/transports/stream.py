@@ -10,8 +10,8 @@ import threading
 from typing import BinaryIO
 
 from ..errors import ConnectionClosed
-from .base import (DEFAULT_MAX_MESSAGE_SIZE, Closed, Deliver, MessageTooLong, Transport,
-                   deliver_json, read_lines, size_text)
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, size_text
+from .base import Closed, Deliver, Transport, deliver_json, read_lines
 from .stdio import encode_line
 
 log = logging.getLogger("raider_sync.transports.stream")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from raider_sync import ConnectionClosed
 from raider_sync.transports.base import MessageTooLong, deliver_json
-from raider_sync.transports.sse_events import SseParser
+from raider_sync.protocol.sse_events import SseParser
 from raider_sync.transports.stdio import StdioTransport
 
 LIMIT = 64 * 1024

@@ -10,10 +10,11 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ...errors import McpError, TransportError, UnsupportedProtocol
-from ...protocol import (CLIENT_PROTOCOL_VERSION, STATELESS_PROTOCOL_VERSION, STATELESS_REASON,
+from ...protocol import (CLIENT_PROTOCOL_VERSION, STATELESS_REASON,
                          UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
                          initialize_params, translate_initialize_error)
 from ...threads.futures import Deadline
+from ...transports.statuses import Status, classify_error
 from .cache import check_mode
 from .host import EraHost
 from .listen import Subscription, listen_params
@@ -38,7 +39,7 @@ def handshake(session: "Session", host: EraHost, deadline: Deadline,
     except McpError as exc:
         raise translate_initialize_error(exc) from None
     except TransportError as exc:  # the stateless revision's refusal over HTTP
-        if exc.status_code == 400 and STATELESS_PROTOCOL_VERSION in f"{exc} {exc.body}":
+        if classify_error(exc) is Status.STATELESS_REFUSAL:
             raise UnsupportedProtocol(UNSUPPORTED_PROTOCOL_VERSION, STATELESS_REASON) from None
         raise
     negotiated = check_initialize_result(result)

@@ -13,6 +13,8 @@ from typing import Any
 
 from ...errors import McpError, UnsupportedProtocol
 from ...protocol import KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION
+from ... import _moved
+from ...protocol.codes import INTERNAL_ERROR, STATELESS_CODES, UNSUPPORTED_VERSION
 
 MODERN_VERSIONS = (STATELESS_PROTOCOL_VERSION,)
 LEGACY_VERSIONS = KNOWN_PROTOCOL_VERSIONS
@@ -27,11 +29,8 @@ META_LOG_LEVEL = PREFIX + "logLevel"
 META_SERVER_INFO = PREFIX + "serverInfo"
 META_SUBSCRIPTION = PREFIX + "subscriptionId"
 
-HEADER_MISMATCH = -32020
-MISSING_CAPABILITY = -32021
-UNSUPPORTED_VERSION = -32022
 #: error codes only a server of the stateless revision answers
-MODERN_CODES = (HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION)
+MODERN_CODES = STATELESS_CODES
 
 #: the methods whose result may be ``input_required``
 ROUND_METHODS = ("tools/call", "prompts/get", "resources/read")
@@ -83,15 +82,15 @@ def describe(result: Any, offered: tuple[str, ...] = MODERN_VERSIONS) -> Descrip
     not one (no list of supported versions, capabilities that are not an object), and
     UnsupportedProtocol when it shares no version with ``offered`` (naming both lists)."""
     if not isinstance(result, dict):
-        raise McpError(-32603, f"server/discover answered {type(result).__name__}, not an object")
+        raise McpError(INTERNAL_ERROR, f"server/discover answered {type(result).__name__}, not an object")
     supported = result.get("supportedVersions")
     if not isinstance(supported, list) or not all(isinstance(v, str) for v in supported):
-        raise McpError(-32603, "server/discover's result has no supportedVersions list")
+        raise McpError(INTERNAL_ERROR, "server/discover's result has no supportedVersions list")
     capabilities = result.get("capabilities", {})
     if not isinstance(capabilities, dict):
-        raise McpError(-32603, "server/discover's capabilities are not an object")
+        raise McpError(INTERNAL_ERROR, "server/discover's capabilities are not an object")
     if result.get("resultType", "complete") != "complete":
-        raise McpError(-32603, f"server/discover answered resultType {result['resultType']!r}")
+        raise McpError(INTERNAL_ERROR, f"server/discover answered resultType {result['resultType']!r}")
     version = pick_version(supported, offered)
     if version is None:
         raise no_overlap(supported, offered)
@@ -152,6 +151,11 @@ def result_type(result: Any) -> str:
     if kind is None:
         kind = "complete"
     if kind not in ("complete", "input_required"):
-        raise McpError(-32603, f"the server answered resultType {kind!r}; raider_sync knows "
+        raise McpError(INTERNAL_ERROR, f"the server answered resultType {kind!r}; raider_sync knows "
                                f"complete and input_required")
     return kind
+
+
+def __getattr__(name: str):
+    # the error codes this module named moved to raider_sync.protocol.codes
+    return _moved.moved_name(__name__, name)

@@ -31,8 +31,10 @@ from ...errors import (ConnectionClosed, McpError, RaiderError, RequestTimeout, 
 from ...threads.futures import Deadline
 from . import verdicts
 from .liveness import Ignored, await_discover
-from .modern import (LEGACY_VERSIONS, MODERN_CODES, MODERN_VERSIONS, PROTOCOL_CHOICES,
-                     UNSUPPORTED_VERSION, Description, describe, no_overlap, pick_version,
+from ...protocol.codes import STATELESS_CODES, UNSUPPORTED_VERSION
+from ...transports.statuses import Status, classify_error
+from .modern import (LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_CHOICES,
+                     Description, describe, no_overlap, pick_version,
                      request_meta, stamp, supported_of)
 
 #: seconds the discover probe may take before the server counts as a handshake-era one
@@ -74,6 +76,10 @@ class LegacyVerdict(RaiderError):
 
 Probe = Callable[[str, float], dict]
 
+#: what a refused probe says when it is no verdict on the era: the server is out of reach,
+#: wants credentials, or failed (the start fails with it)
+_NO_VERDICT = (Status.UNREACHABLE, Status.TIMED_OUT, Status.AUTH, Status.SERVER_ERROR)
+
 
 def probe(send: Probe, version: str, timeout: float, *, retried: bool = False,
           offered: tuple[str, ...] = MODERN_VERSIONS) -> Description:
@@ -94,7 +100,7 @@ def probe(send: Probe, version: str, timeout: float, *, retried: bool = False,
                 raise LegacyVerdict(f"the server supports {', '.join(supported)}",
                                     supported=supported) from None
             raise no_overlap(supported, offered + LEGACY_VERSIONS) from None
-        if exc.code in MODERN_CODES:
+        if exc.code in STATELESS_CODES:
             raise  # a stateless server refusing the probe itself: its reason is the failure
         raise LegacyVerdict(f"server/discover was answered with error {exc.code}: "
                             f"{exc.message}") from None
@@ -104,7 +110,7 @@ def probe(send: Probe, version: str, timeout: float, *, retried: bool = False,
     except Ignored as exc:
         raise LegacyVerdict(str(exc), unanswered=True) from None
     except TransportError as exc:
-        if exc.status_code is None or exc.status_code in (401, 403) or exc.status_code >= 500:
+        if classify_error(exc) in _NO_VERDICT:
             raise
         raise LegacyVerdict(f"server/discover was refused with HTTP {exc.status_code}") from None
     try:
@@ -159,7 +165,7 @@ def discover_sender(session, transport, capabilities: dict, client_info: dict, *
     send the stateless headers at that version (a stdio transport ignores that). With
     ``liveness`` (stdio), the wait is :func:`.liveness.await_discover`'s: a ping tells a server
     ignoring the probe from a slow one, and ``stalled(seconds_left)`` hears of a long wait."""
-    from ...transports.http_headers import message_headers
+    from ...protocol.http_headers import message_headers
 
     def send(version: str, timeout: float) -> dict:
         transport.stateless(version, message_headers)

@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 from ...errors import McpError
 from ...threads.futures import settle
-from ...jsonrpc import INTERNAL_ERROR, MethodNotFound
-from .modern import HEADER_MISMATCH, result_type
+from ...jsonrpc import MethodNotFound
+from ...protocol.codes import HEADER_MISMATCH, INTERNAL_ERROR
+from .modern import result_type
 
 log = logging.getLogger("raider_sync.eras.rounds")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import McpError, RequestTimeout, SubscriptionEnded
 from ...jsonrpc import INTERNAL_ERROR
 from ...threads.futures import failed, resolved
-from ...transports.http_headers import InvalidAnnotation, header_params, message_headers
+from ...protocol.http_headers import InvalidAnnotation, header_params, message_headers
 from .cache import check_mode
 from .host import EraHost
 from .listen import LISTEN_TIMEOUT, Subscription, listen_params

@@ -6,7 +6,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raider_sync.transports.sse_events import SseEvent, SseParser
+from raider_sync.protocol.sse_events import SseEvent, SseParser
 
 STREAM = (b"id: p0\nretry: 250\ndata: \n\n"                      # a priming event
           b": keep-alive comment\n\n"

@@ -1,4 +1,4 @@
-"""protocol.py: the pagination loop and the handshake's rules, without a server."""
+"""raider_sync.protocol: the pagination loop and the handshake's rules, without a server."""
 from __future__ import annotations
 
 import pytest

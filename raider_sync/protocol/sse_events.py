@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from .base import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong
+from .messages import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong
 
 
 class SseEvent(NamedTuple):
