@@ -187,7 +187,7 @@ class ServerSpec(BaseModel):
     @field_validator("protocol")
     @classmethod
     def _known_protocol(cls, value: Optional[str]) -> Optional[str]:
-        from .client.eras.modern import PROTOCOL_CHOICES
+        from .protocol.revisions import PROTOCOL_CHOICES
         if value is not None and value not in PROTOCOL_CHOICES:
             raise ValueError(f"must be one of {', '.join(PROTOCOL_CHOICES)}")
         return value

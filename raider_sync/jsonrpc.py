@@ -35,7 +35,6 @@ import collections
 import itertools
 import logging
 import threading
-import time
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
@@ -46,7 +45,7 @@ from .protocol.codes import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from .protocol.messages import (error_in_body, error_of, error_reply, is_response,
                                 request_problem, valid_id)
 from .threads import timer
-from .threads.futures import wait_bounded
+from .threads.futures import Deadline, wait_bounded
 from .threads.renewal import Renewal
 from .transports.base import RequestFailed, StreamHealth
 from .threads.workers import Lane, Workers
@@ -121,15 +120,16 @@ class Session:
     is sent (it may add to ``params``) and returns a callback for the request's future.
     ``repeatable(message)`` says whether a request whose connection broke after it went out
     (:class:`LostInFlight`) may be sent once more; by default none may.
-    ``renew_session(timeout)``, when set, starts a new session in place of one the server
+    ``renew_session(deadline)``, when set, starts a new session in place of one the server
     forgot (the transport raised :class:`SessionExpired`), sending through this session
-    (initialize) within ``timeout`` seconds, or raises RaiderError; without it such a request
+    (initialize) within the :class:`~raider_sync.threads.futures.Deadline` of the request
+    that found it gone, or raises RaiderError; without it such a request
     fails with the SessionExpired.
     """
 
     observe: Optional[Callable[[str, dict, Any], Callable[[Future], None]]] = None
     repeatable: Callable[[dict], bool] = staticmethod(lambda message: False)
-    renew_session: Optional[Callable[[float], None]] = None
+    renew_session: Optional[Callable[[Deadline], None]] = None
 
     def __init__(self, transport, *, name: str,
                  handle_request: RequestHandler | None = None,
@@ -211,7 +211,8 @@ class Session:
 
     # -- outgoing ------------------------------------------------------------------------
 
-    def request_f(self, method: str, params: dict | None = None, *, timeout: float,
+    def request_f(self, method: str, params: dict | None = None, *,
+                  timeout: float | None = None, deadline: Deadline | None = None,
                   on_progress: ProgressCallback | None = None,
                   timeout_message: str | None = None,
                   timeout_error: type[RequestTimeout] = RequestTimeout,
@@ -227,8 +228,9 @@ class Session:
 
         ``transform(result)``, when given, shapes the result before the future holds it (an
         exception it raises is the future's). The future fails with ``timeout_error`` once
-        ``timeout`` seconds pass (after a ``notifications/cancelled``, unless ``cancellable``
-        is false), with :class:`McpError` for an error answer, and with the transport's error
+        ``deadline`` passes (or ``timeout`` seconds, for a caller that has no deadline yet;
+        one of them is required), after a ``notifications/cancelled`` unless ``cancellable``
+        is false; with :class:`McpError` for an error answer, and with the transport's error
         when the connection ends. Cancelling the future sends ``notifications/cancelled`` too.
         """
         request_id = next(self._ids)
@@ -240,8 +242,11 @@ class Session:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
         if self.observe is not None:  # telemetry: a span, and its context in params._meta
             future.add_done_callback(self.observe(method, params, request_id))
-        deadline = time.monotonic() + timeout
-        entry = _Pending(future, method, timeout, timeout_message, timeout_error,
+        if deadline is None:
+            if timeout is None or isinstance(timeout, Deadline):
+                raise TypeError("request_f needs a timeout in seconds or a deadline=Deadline")
+            deadline = Deadline(timeout)
+        entry = _Pending(future, method, deadline.seconds, timeout_message, timeout_error,
                          cancellable, on_progress, transform, inline and wait)
         with self._lock:
             if self._closed_error is not None:
@@ -264,7 +269,7 @@ class Session:
         return future
 
     def _send_request(self, request_id: int, entry: _Pending, message: dict,
-                      deadline: float, wait: bool = False) -> None:
+                      deadline: Deadline, wait: bool = False) -> None:
         send_awaited = getattr(self.transport, "send_awaited", None) if wait else None
         with self._lock:
             if request_id not in self._pending:
@@ -314,11 +319,13 @@ class Session:
             self._settle(request_id, error=exc if isinstance(exc, RaiderError)
                          else ConnectionClosed(f"could not send to {self.name}: {exc}"))
 
-    def request(self, method: str, params: dict | None = None, *, timeout: float, **kw) -> Any:
+    def request(self, method: str, params: dict | None = None, *,
+                timeout: float | None = None, deadline: Deadline | None = None, **kw) -> Any:
         """Blocking :meth:`request_f`: the result, or the exception the future holds. The
-        wait is bounded (``timeout`` plus a margin) even should the timer not fail it."""
+        wait is bounded (the deadline plus a margin) even should the timer not fail it."""
         kw.setdefault("wait", kw.get("inline", True))
-        return wait_bounded(self.request_f(method, params, timeout=timeout, **kw), timeout)
+        future = self.request_f(method, params, timeout=timeout, deadline=deadline, **kw)
+        return wait_bounded(future, deadline.left() if deadline is not None else timeout or 0.0)
 
     def notify(self, method: str, params: dict | None = None) -> None:
         """Send a notification. Errors of a closed transport are logged, not raised."""
@@ -551,22 +558,21 @@ class Session:
         try:
             self.transport.send(message)
         except SessionExpired as exc:
-            if self._renewal.here or not self._renew(exc, time.monotonic() + RENEW_TIMEOUT):
+            if self._renewal.here or not self._renew(exc, Deadline(RENEW_TIMEOUT)):
                 raise
             self.transport.send(message)
 
-    def _await_session(self, deadline: float | None, renew: bool = False) -> bool:
-        """Wait while another thread renews the session (at most until ``deadline``, a
-        time.monotonic() value, else RENEW_TIMEOUT s); with ``renew``, renew it first when
-        the last renewal failed. False when the deadline passed first. Raises what
-        :meth:`_renew` raises."""
-        end = time.monotonic() + RENEW_TIMEOUT if deadline is None else deadline
+    def _await_session(self, deadline: Deadline | None, renew: bool = False) -> bool:
+        """Wait while another thread renews the session (at most until ``deadline``, else
+        RENEW_TIMEOUT s); with ``renew``, renew it first when the last renewal failed. False
+        when the deadline passed first. Raises what :meth:`_renew` raises."""
+        end = Deadline(RENEW_TIMEOUT) if deadline is None else deadline
         if not self._renewal.wait(end):
             return False
         failed = self._renewal.failed if renew and not self._renewal.here else None
         return failed is None or self._renew(failed, end)
 
-    def _renew(self, expired: SessionExpired, deadline: float) -> bool:
+    def _renew(self, expired: SessionExpired, deadline: Deadline) -> bool:
         """Have the owner start a new session in place of the one ``expired`` names, once
         however many requests found it gone: the first renews (``renew_session``, on its
         thread, within ``deadline``), the others wait for it. True when a new session is
@@ -582,7 +588,7 @@ class Session:
             if drop is not None:
                 drop(expired.session)
             try:
-                hook(max(0.1, deadline - time.monotonic()))
+                hook(deadline)
             except RaiderError as exc:
                 # the status is the renewal's when it has one: a server out of reach says so
                 status = (exc.status_code if isinstance(exc, TransportError)
@@ -595,7 +601,7 @@ class Session:
         """A stream of the transport (HTTP's GET stream) found its session gone: renew it
         (on a sender thread). A failure is told as that stream's health."""
         try:
-            self._renew(expired, time.monotonic() + RENEW_TIMEOUT)
+            self._renew(expired, Deadline(RENEW_TIMEOUT))
         except RaiderError as exc:
             log.warning("%s: %s", self.name, exc)
             self._tell_settled(exc)

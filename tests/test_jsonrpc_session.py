@@ -13,6 +13,7 @@ from raider_sync.errors import (AnswerInBody, ConnectionClosed, McpError, Reques
                                 SessionExpired, ToolTimeout,
                                 TransportError)
 from raider_sync.jsonrpc import MethodNotFound, Session
+from raider_sync.threads.futures import Deadline
 from raider_sync.protocol.codes import HEADER_MISMATCH
 from raider_sync.transports.base import RequestFailed, StreamHealth
 
@@ -628,11 +629,11 @@ class SessionTransport(MemoryTransport):
 
 def _renewing(session: Session, renewals: list, fail: list | None = None) -> None:
     """Set the owner's renew_session: an initialize through the session, as McpServer's."""
-    def renew(timeout: float) -> None:
+    def renew(deadline: Deadline) -> None:
         renewals.append(threading.current_thread().name)
         if fail:
             raise fail.pop(0)
-        session.request("initialize", timeout=timeout, cancellable=False)
+        session.request("initialize", deadline=deadline, cancellable=False)
     session.renew_session = renew
 
 

@@ -22,8 +22,8 @@ from ..threads.futures import Deadline, Deadlines, failed, resolved
 from .eras.era_seam import Era, EraHost, open_era
 from .lifecycle import UP, InFlight, Restarts, repeatable, unreachable, when_started
 
-#: ``send(session, era, seconds_left, inline)``: a request sent on a ready connection
-Send = Callable[[Session, Era, float, bool], Future]
+#: ``send(session, era, deadline, inline)``: a request sent on a ready connection
+Send = Callable[[Session, Era, Deadline, bool], Future]
 
 
 @dataclass
@@ -200,14 +200,14 @@ class Connection:
         if generation != self._generation or self.status != "starting":
             raise NotConnected("stopped while starting")
 
-    def _renew(self, timeout: float) -> None:
+    def _renew(self, deadline: Deadline) -> None:
         """A new session in place of one the server forgot (HTTP 404); called by the session
         (once, however many requests found it gone) on the thread of one of them. The lists
         are fetched again."""
         session, era = self.session, self.era
         if session is None or era is None or self.status not in UP:
             raise self.not_connected()
-        era.renew(Deadline(timeout), f"starting a new session timed out after {timeout:.3g} s")
+        era.renew(deadline, f"starting a new session timed out after {deadline.left():.3g} s")
         self.hooks.renewed(session, era)
 
     def describe_failure(self, exc: BaseException) -> str:
@@ -230,31 +230,32 @@ class Connection:
 
     # -- requests ------------------------------------------------------------------------
 
-    def when_up_f(self, owner: Any, timeout: float, send: Send, inline: bool,
+    def when_up_f(self, owner: Any, deadline: Deadline, send: Send, inline: bool,
                   timeout_error: type[RequestTimeout] = RequestTimeout,
                   what: str = "the request") -> Future:
-        """``send(session, era, seconds_left, inline)`` now when connected; after the start
-        when starting (a due restart of a failed server begins first); else a future failed
-        with NotConnected. The request is counted until it settles (a draining stop waits)."""
+        """``send(session, era, deadline, inline)`` now when connected; after the start when
+        starting, within the same ``deadline`` (a due restart of a failed server begins
+        first); else a future failed with NotConnected. The request is counted until it
+        settles (a draining stop waits for it)."""
         if self.status in UP:  # the usual case, read unlocked: a stop meanwhile fails the send
-            return self._counted(send, timeout, inline)
+            return self._counted(send, deadline, inline)
         why = self.maybe_restart(owner) if self.status == "failed" else ""
         with self.lock:
             status, start = self.status, self._start_future
             waits = self._waits() if status == "starting" else None
         if status in UP:
-            return self._counted(send, timeout, inline)
+            return self._counted(send, deadline, inline)
         if status != "starting" or start is None or waits is None:
             return failed(self.not_connected(why))
 
-        def after_start(left: float) -> Future:
-            return self._counted(send, left, False)
+        def after_start() -> Future:
+            return self._counted(send, deadline, False)
 
-        return when_started(start, timeout, after_start, waits, lambda: timeout_error(
-            f"{what} timed out after {timeout:g} s: MCP server {self.name!r} was still "
-            f"starting"))
+        return when_started(start, deadline, after_start, waits, lambda: timeout_error(
+            f"{what} timed out after {deadline.seconds:g} s: MCP server {self.name!r} was "
+            f"still starting"))
 
-    def _counted(self, send: Send, left: float, inline: bool) -> Future:
+    def _counted(self, send: Send, deadline: Deadline, inline: bool) -> Future:
         session, era = self.session, self.era
         if self.status not in UP or session is None or era is None:
             return failed(self.not_connected())
@@ -263,7 +264,7 @@ class Connection:
             return failed(NotConnected(f"MCP server {self.name!r} is not connected "
                                        f"(stopping: {refused})"))
         try:
-            future = send(session, era, left, inline)
+            future = send(session, era, deadline, inline)
         except BaseException:
             self.in_flight.leave()
             raise

@@ -142,28 +142,27 @@ class Restarts:
         return f"restart {self.count} of {self.policy.max_restarts if self.policy else 0}"
 
 
-def when_started(start: Future, seconds: float, proceed: Callable[[float], Future],
+def when_started(start: Future, deadline: Deadline, proceed: Callable[[], Future],
                  timer: Deadlines, make_timeout: Callable[[], BaseException]) -> Future:
-    """A future of ``proceed(seconds_left)``'s outcome, called once ``start`` is done.
+    """A future of ``proceed()``'s outcome, called once ``start`` is done.
 
     ``proceed`` runs on the thread that settles ``start`` (or at once if it is settled) and
-    must not block. The future fails with ``make_timeout()`` when ``seconds`` pass first;
+    must not block. The future fails with ``make_timeout()`` when ``deadline`` passes first;
     cancelling it cancels what ``proceed`` returned.
     """
-    deadline = Deadline(seconds)
     outer: Future = Future()
 
     def started(_: Future) -> None:
         if outer.done():
             return
         try:
-            inner = proceed(deadline.left())
+            inner = proceed()
         except BaseException as exc:  # noqa: BLE001 - the future carries it
             settle(outer, error=exc)
             return
         forward(inner, outer)
 
-    timer.watch(outer, seconds, make_timeout)
+    timer.watch(outer, deadline.left(), make_timeout)
     start.add_done_callback(started)
     return outer
 

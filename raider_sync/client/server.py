@@ -364,13 +364,14 @@ class McpServer:
                    timeout_error: type[RequestTimeout] = RequestTimeout,
                    what: str | None = None, **options: Any) -> Future:
         """``method`` sent the way the era wants (``_meta``, headers, ``input_required``
-        rounds), after a start under way, within ``bound`` s (a timeout the public method
-        checked); ``options`` go to the session (``on_progress``, ``transform``)."""
-        def send(session: Session, era: Era, left: float, inline: bool) -> Future:
-            return era.request_f(method, params, cache, timeout=left, inline=inline,
+        rounds), after a start under way, all within one deadline ``bound`` s from now (a
+        timeout the public method checked); ``options`` go to the session (``on_progress``,
+        ``transform``)."""
+        def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
+            return era.request_f(method, params, cache, deadline=deadline, inline=inline,
                                  wait=inline, timeout_error=timeout_error, **options)
 
-        return self._connection.when_up_f(self, bound, send, inline, timeout_error,
+        return self._connection.when_up_f(self, Deadline(bound), send, inline, timeout_error,
                                           what or method)
 
     def _fetch_all(self, method: str, field: str, timeout: float,
@@ -481,19 +482,19 @@ class McpServer:
         raising = self.raise_on_error if raise_on_error is None else raise_on_error
         catalog = self._catalog
 
-        def send(session: Session, era: Era, left: float, inline: bool) -> Future:
+        def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
             original = catalog.original_of(name)
             if original is None:
                 return failed(UnknownTool(unknown_tool_message(
                     f"MCP server {self.name!r} has no tool {name!r}", name, self.tool_names)))
             return era.request_f(
                 "tools/call", {"name": original, "arguments": arguments},
-                timeout=left, on_progress=on_progress, timeout_error=ToolTimeout,
+                deadline=deadline, on_progress=on_progress, timeout_error=ToolTimeout,
                 timeout_message=f"MCP tool call timed out after {bound:g} s",
                 transform=lambda result: self._shape_result(result, name, original, raising),
                 inline=inline, wait=inline)  # inline: the blocking call_tool waits next
 
-        return self._connection.when_up_f(self, bound, send, inline, ToolTimeout,
+        return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
                                           "MCP tool call")
 
     def _shape_result(self, result: Any, name: str = "", original: str = "",

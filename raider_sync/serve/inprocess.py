@@ -22,6 +22,7 @@ from ..client.server import McpServer
 from .serving import ServedSession
 from ..protocol.messages import encode_message
 from ..transports.base import Closed, Deliver, Transport, deliver_json
+from ..threads.futures import Deadline
 
 log = logging.getLogger("raider_sync.inprocess")
 
@@ -44,7 +45,7 @@ class QueueEnd(Transport):
                                         name=f"raider-{self.name}-reader", daemon=True)
         self._thread.start()
 
-    def send(self, message: dict, *, deadline: float | None = None) -> None:
+    def send(self, message: dict, *, deadline: Deadline | None = None) -> None:
         """Queue one message. Raises ValueError/TypeError for what JSON cannot carry,
         ConnectionClosed once this end is closed."""
         data = encode_message(message)
@@ -95,7 +96,7 @@ class InProcessTransport(Transport):
         self._thread.start()
         self.client_end.start(deliver, closed, timeout=timeout)
 
-    def send(self, message: dict, *, deadline: float | None = None) -> None:
+    def send(self, message: dict, *, deadline: Deadline | None = None) -> None:
         self.client_end.send(message, deadline=deadline)
 
     def close(self) -> None:

@@ -102,14 +102,29 @@ def run_in_thread(fn: Callable[[], Any], name: str) -> Future:
     return future
 
 
-class Deadline:
-    """One deadline on the monotonic clock; :meth:`left` is what remains (never negative)."""
+class Deadline(float):
+    """One deadline: an instant on the monotonic clock, which is the float it is.
 
-    def __init__(self, seconds: float):
-        self.at = time.monotonic() + seconds
+    A public method makes one of its checked timeout (``Deadline(seconds)``) and hands that
+    object down unchanged: to the wait for a start, to every leg of an input round, to the
+    JSON-RPC session's timer and to the transport's socket, which all end at the same
+    instant. ``seconds`` is the span it was made with (what a timeout message names);
+    :meth:`left` is what remains, never negative."""
+
+    seconds: float
+
+    def __new__(cls, seconds: float) -> "Deadline":
+        deadline = super().__new__(cls, time.monotonic() + seconds)
+        deadline.seconds = seconds
+        return deadline
+
+    @property
+    def at(self) -> float:
+        """The instant, on ``time.monotonic()``'s clock."""
+        return float(self)
 
     def left(self) -> float:
-        return max(0.0, self.at - time.monotonic())
+        return max(0.0, float(self) - time.monotonic())
 
 
 def wait_bounded(future: Future, timeout: float) -> Any:

@@ -7,6 +7,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from .. import _moved
 from ..protocol.messages import MessageTooLong, decode_message, size_text
+from ..threads.futures import Deadline
 
 Deliver = Callable[[Any], None]
 Closed = Callable[[BaseException], None]
@@ -168,12 +169,13 @@ class Transport:
         and ``closed(error)`` once if the connection ends on its own. Raises RaiderError."""
         raise NotImplementedError
 
-    def send(self, message: dict, *, deadline: float | None = None) -> None:
-        """Send one message; ``deadline`` (time.monotonic()) bounds a blocking send.
+    def send(self, message: dict, *, deadline: Deadline | None = None) -> None:
+        """Send one message; ``deadline`` (the request's :class:`~raider_sync.threads.futures.
+        Deadline`, an instant on the monotonic clock) bounds a blocking send, to the socket.
         Raises ConnectionClosed when the connection is gone."""
         raise NotImplementedError
 
-    def send_awaited(self, message: dict, *, deadline: float | None = None,
+    def send_awaited(self, message: dict, *, deadline: Deadline | None = None,
                      answer: Optional[Future] = None, alone: bool = False) -> None:
         """Send a request whose caller waits for its answer right after: a transport may
         read the answer on this thread before returning (never past ``deadline``), sparing

@@ -59,6 +59,7 @@ from ..protocol.messages import (DEFAULT_MAX_MESSAGE_SIZE, answers, decode_messa
                                  encode_message, is_notification, request_id_of)
 from ..protocol.sse_events import SseParser
 from ..threads.workers import Workers
+from ..threads.futures import Deadline
 from .base import Closed, Deliver, RequestFailed, StreamHealth, Transport, deliver_json, deliver_parsed
 from .http_common import JSON_TYPE, SSE_TYPE, HttpChannel, _socket_of, excerpt, media_type
 from .statuses import DeadlinePassed, Status, classify
@@ -158,13 +159,13 @@ class StreamableHttpTransport(Transport):
         self.protocol_version = protocol_version
         self._message_headers = message_headers if protocol_version is not None else None
 
-    def send(self, message: dict, *, deadline: float | None = None) -> None:
+    def send(self, message: dict, *, deadline: Deadline | None = None) -> None:
         """POST one message (blocks until the server answered its headers, and for a JSON
         answer until it is delivered; never past ``deadline``, a time.monotonic() value).
         Raises ConnectionClosed once closed, TransportError when the server refuses it."""
         self._send(message, deadline, here=False)
 
-    def send_awaited(self, message: dict, *, deadline: float | None = None,
+    def send_awaited(self, message: dict, *, deadline: Deadline | None = None,
                      answer: Future | None = None, alone: bool = False) -> None:
         """:meth:`send`, and an event-stream answer is read on this thread too: blocks until
         the answer is delivered, the stream fails (the request is failed) or ``deadline``.

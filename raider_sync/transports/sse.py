@@ -22,6 +22,7 @@ import requests
 
 from ..errors import ConnectionClosed, TransportError
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_request
+from ..threads.futures import Deadline
 from .base import Closed, Deliver, Transport, deliver_json
 from .http_common import JSON_TYPE, SSE_TYPE, HttpChannel, media_type
 from .statuses import DeadlinePassed
@@ -99,7 +100,7 @@ class LegacySseTransport(Transport):
             self.close()
             raise
 
-    def send(self, message: dict, *, deadline: float | None = None) -> None:
+    def send(self, message: dict, *, deadline: Deadline | None = None) -> None:
         """POST one message to the endpoint (blocks until the server accepted it, never past
         ``deadline``). Raises ConnectionClosed once closed, TransportError when refused."""
         endpoint = self.endpoint

@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
 from ..threads.interrupts import acquire_into, write_into
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_request
+from ..threads.futures import Deadline
 from .base import Closed, Deliver, LineSplitter, Transport, poll_ms
 from .stdout import StdoutReader
 
@@ -132,7 +133,7 @@ class StdioTransport(Transport):
                                         daemon=True, name=f"raider-{self.name}-reader")
         self._reader.start()
 
-    def send(self, message: dict, *, deadline: float | None = None) -> None:
+    def send(self, message: dict, *, deadline: Deadline | None = None) -> None:
         """Write one message line. Blocks while the server's stdin pipe is full, until
         ``deadline`` (time.monotonic()); then raises RequestTimeout when nothing of the message
         was written, or kills the server (a half-written line breaks the stream) and raises
@@ -141,7 +142,7 @@ class StdioTransport(Transport):
         if is_request(message) and self._stdout is not None:
             self._stdout.want_reader()  # its answer comes to the reader thread
 
-    def send_awaited(self, message: dict, *, deadline: float | None = None,
+    def send_awaited(self, message: dict, *, deadline: Deadline | None = None,
                      answer: Future | None = None, alone: bool = False) -> None:
         """:meth:`send`; then, when the request is ``alone``, read stdout on this thread until
         ``answer`` is done (see :mod:`.stdout`), at most until ``deadline``. Raises what

@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from ..errors import ConnectionClosed
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, size_text
+from ..threads.futures import Deadline
 from .base import Closed, Deliver, Transport, deliver_json, read_lines
 from .stdio import encode_line
 
@@ -37,7 +38,7 @@ class StreamTransport(Transport):
                                         name=f"raider-{self.name}-reader", daemon=True)
         self._thread.start()
 
-    def send(self, message: dict, *, deadline: float | None = None) -> None:
+    def send(self, message: dict, *, deadline: Deadline | None = None) -> None:
         """Write one message line. Raises ValueError/TypeError for what JSON cannot carry
         (nothing is written), ConnectionClosed when the writer is closed or broken."""
         data = encode_line(message)

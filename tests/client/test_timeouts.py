@@ -82,7 +82,9 @@ class World:
         request_f, notify = session.request_f, session.notify
 
         def recorded_request_f(method, params=None, **options):
-            self.sent.append((method, options.get("timeout")))
+            deadline = options.get("deadline")  # what is left of the caller's one deadline
+            self.sent.append((method, deadline.left() if deadline is not None
+                              else options.get("timeout")))
             return request_f(method, params, **options)
 
         def recorded_notify(method, params=None):

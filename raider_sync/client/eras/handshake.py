@@ -35,7 +35,7 @@ def handshake(session: "Session", host: EraHost, deadline: Deadline,
         result = session.request(
             "initialize", initialize_params(settings.capabilities(), settings.client_info,
                                             version),
-            timeout=deadline.left(), cancellable=False, timeout_message=timeout_message)
+            deadline=deadline, cancellable=False, timeout_message=timeout_message)
     except McpError as exc:
         raise translate_initialize_error(exc) from None
     except TransportError as exc:  # the stateless revision's refusal over HTTP

@@ -12,14 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import McpError, UnsupportedProtocol
-from ...protocol import KNOWN_PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSION
+from ...protocol.revisions import (LEGACY_VERSIONS, MODERN_VERSIONS,  # noqa: F401 - here too
+                                   PROTOCOL_CHOICES)
 from ... import _moved
 from ...protocol.codes import INTERNAL_ERROR, STATELESS_CODES, UNSUPPORTED_VERSION
 
-MODERN_VERSIONS = (STATELESS_PROTOCOL_VERSION,)
-LEGACY_VERSIONS = KNOWN_PROTOCOL_VERSIONS
-#: what ``protocol=`` (and the ``.mcp.json`` key) accepts
-PROTOCOL_CHOICES = ("auto", "legacy", "modern") + MODERN_VERSIONS + LEGACY_VERSIONS
 
 PREFIX = "io.modelcontextprotocol/"
 META_VERSION = PREFIX + "protocolVersion"

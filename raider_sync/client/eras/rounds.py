@@ -10,12 +10,11 @@ byte-exact. :func:`request_rounds_f` runs those rounds behind one future and one
 from __future__ import annotations
 
 import logging
-import time
 from concurrent.futures import Executor, Future
 from typing import Any, Callable
 
 from ...errors import McpError
-from ...threads.futures import settle
+from ...threads.futures import Deadline, settle
 from ...jsonrpc import MethodNotFound
 from ...protocol.codes import HEADER_MISMATCH, INTERNAL_ERROR
 from .modern import result_type
@@ -28,16 +27,18 @@ MAX_INPUT_ROUNDS = 10
 Send = Callable[..., Future]
 
 
-def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
+def request_rounds_f(send: Send, method: str, params: dict, *,
+                     timeout: float | None = None, deadline: Deadline | None = None,
                      answer: Callable[[str, dict], dict], pool: Executor,
                      max_rounds: int = MAX_INPUT_ROUNDS,
                      transform: Callable[[Any], Any] | None = None,
                      on_mismatch: Callable[[float], None] | None = None,
                      **options: Any) -> Future:
     """A future of ``method``'s final result, through as many ``input_required`` rounds as the
-    server asks for (at most ``max_rounds``), all within ``timeout`` s.
+    server asks for (at most ``max_rounds``), every leg within the one ``deadline`` (or
+    ``timeout`` s from now).
 
-    ``send(method, params, timeout=..., **options)`` sends one leg (a new id each time) and
+    ``send(method, params, deadline=..., **options)`` sends one leg (a new id each time) and
     returns its future; ``answer(method, params)`` fulfils one input request (it may block:
     it runs on ``pool``). ``on_mismatch(seconds)``, when given, runs once after a -32020
     (header mismatch) answer, before the request is sent once more. The future fails with
@@ -46,16 +47,18 @@ def request_rounds_f(send: Send, method: str, params: dict, *, timeout: float,
     leg under way.
     """
     outer: Future = Future()
-    deadline = time.monotonic() + timeout
+    if deadline is None:
+        if timeout is None or isinstance(timeout, Deadline):
+            raise TypeError("request_rounds_f needs a timeout or a deadline")
+        deadline = Deadline(timeout)
     state: dict[str, Any] = {"leg": None, "rounds": 0, "mismatch": on_mismatch is None}
 
-    def left() -> float:
-        return max(0.0, deadline - time.monotonic())
+    left = deadline.left
 
     def send_leg(leg_params: dict) -> None:
         if outer.cancelled():
             return
-        leg = send(method, leg_params, timeout=left(), **options)
+        leg = send(method, leg_params, deadline=deadline, **options)
         options.pop("wait", None)  # later legs are sent from the pool, which waits for none
         state["leg"] = leg
         leg.add_done_callback(settled)
