@@ -16,6 +16,10 @@ many processes share a store with a ``lock(key, timeout)`` (:class:`FileTokenSto
 file beside the record): the stored record is read again under that lock, and a token another
 thread or process refreshed meanwhile is used as it is. A dynamically registered client the
 authorization server answers ``invalid_client`` for is dropped and registered again, once.
+
+:class:`OAuth` decides when to authorize and keeps one flow at a time; the record in the store
+is a :class:`~raider_sync.auth.record.StoredRecord` and talking to the authorization server
+(the flow, the refresh) a :class:`~raider_sync.auth.flow.TokenFlow`, parts it owns.
 """
 from __future__ import annotations
 
@@ -23,26 +27,22 @@ import copy
 import logging
 import threading
 import time
-from contextlib import ExitStack
 from typing import Any, Callable
 
 import requests
 
 from ..threads.timeouts import seconds
 from ..errors import AuthError, ConsentRequired, RaiderError
-from .consent import Consent, DeviceConsent, as_consent
-from .discovery import Discovered, canonical_resource, discover
-from .grants import Grant, authorization_code, device_code, refresh
+from .consent import Consent, as_consent
+from .discovery import canonical_resource
+from .flow import FLOW_TIMEOUT, TokenFlow
+from .grants import Grant
+from .record import REFRESH_MARGIN  # noqa: F401 - importable from here as before
+from .record import StoredRecord, expiring as _expiring, left as _left
 from .store import FileTokenStore, TokenStore
-from .tokens import CODE_GRANTS, DEVICE_GRANT, Client, TokenEndpoint, pre_registered, register
 from .wire import AuthHttp, Challenge, bearer_challenge
 
 log = logging.getLogger("raider_sync.auth")
-
-#: seconds before expiry a token is refreshed
-REFRESH_MARGIN = 60.0
-#: seconds a flow may take when the request that started it has no deadline
-FLOW_TIMEOUT = 600.0
 
 
 class Attempt:
@@ -103,15 +103,16 @@ class OAuth:
         self.name: str | None = None
         self._session = session
         self._http: AuthHttp | None = None
+        self._unauthorized()
+
+    def _unauthorized(self) -> None:
+        """The state of an OAuth that has authorized nothing yet: no flow, no record read,
+        fresh parts."""
         self._flow_lock = threading.Lock()
-        self._state_lock = threading.Lock()
         self._generation = 0
         self._last_error: AuthError | None = None
-        self._record: dict | None = None
-        self._disc: Discovered | None = None
-        self._dpop_key: Any = None
-        self._nonces: dict[str, str] = {}
-        self._requested: set[str] = set()
+        self._record = StoredRecord(store=lambda: self.store, server_url=lambda: self.server_url)
+        self._flow = TokenFlow(self, record=self._record, set_status=self._set)
         self._status = "needs-auth"
         self._reason: str | None = "not authorized yet"
 
@@ -144,11 +145,8 @@ class OAuth:
             self.server_url, self.name = url, name or self.name or url
             return self
         twin = copy.copy(self)
-        twin.__dict__.update(server_url=url, name=name or url, _http=None,
-                             _flow_lock=threading.Lock(), _state_lock=threading.Lock(),
-                             _generation=0, _last_error=None, _record=None, _disc=None,
-                             _dpop_key=None, _nonces={}, _requested=set(),
-                             _status="needs-auth", _reason="not authorized yet")
+        twin.__dict__.update(server_url=url, name=name or url, _http=None)
+        twin._unauthorized()
         return twin
 
     @property
@@ -170,7 +168,7 @@ class OAuth:
         """``authorized``, ``needs-auth`` or ``error`` (see :attr:`reason`)."""
         if self._status == "needs-auth" and self.server_url is not None:
             try:
-                if (self._load().get("tokens") or {}).get("access_token"):
+                if self._record.tokens().get("access_token"):
                     return "authorized"
             except RaiderError as exc:
                 self._set("error", str(exc))
@@ -183,54 +181,6 @@ class OAuth:
     def _set(self, status: str, reason: str | None) -> None:
         self._status, self._reason = status, reason
 
-    def _needs_person(self) -> ConsentRequired:
-        name = self.name or self.server_url
-        return ConsentRequired(
-            f"consent: MCP server {name!r} needs a person to authorize access; run "
-            f"`raider-sync login {name}` (or call login() with a consent handler)",
-            step="consent")
-
-    # -- the record ----------------------------------------------------------------------
-
-    def _key(self) -> str:
-        if self.server_url is None:
-            raise AuthError("authorization: this OAuth object serves no server yet (bind)",
-                            step="authorization")
-        return self.server_url
-
-    def _load(self, again: bool = False) -> dict:
-        """The record, read from the store the first time (and, with ``again``, now: another
-        process sharing the store may have written it)."""
-        with self._state_lock:
-            if self._record is None or again:
-                try:
-                    self._record = self.store.load(self._key()) or {}
-                except RaiderError:
-                    raise
-                except (OSError, ValueError) as exc:
-                    raise AuthError(f"authorization: the token store failed: {exc}",
-                                    step="authorization") from exc
-            return self._record
-
-    def _hold_store(self, stack: ExitStack, deadline: float | None) -> None:
-        """Enter the store's lock on this record, when it has one (bounded by ``deadline``,
-        else the HTTP timeout); it is released when ``stack`` closes. Raises AuthError when
-        another holder keeps it past the bound."""
-        lock = getattr(self.store, "lock", None)
-        if lock is None:
-            return
-        bound = _left(deadline, self.timeout)
-        try:
-            stack.enter_context(lock(self._key(), bound))
-        except TimeoutError as exc:
-            raise AuthError(f"refresh: the token store stayed locked by another refresh for "
-                            f"{bound:g} s", step="refresh") from exc
-
-    def _save(self, record: dict) -> None:
-        with self._state_lock:
-            self._record = record
-        self.store.save(self._key(), record)
-
     # -- what the transport calls -------------------------------------------------------
 
     def begin(self) -> Attempt:
@@ -242,20 +192,20 @@ class OAuth:
         """The authorization headers of one request: the token (refreshed first when it
         expires within a minute) and a fresh DPoP proof. Empty before any token (and, for an
         entry without an oauth block, before the server asked for one)."""
-        if self.automatic and self._record is None:
+        if self.automatic and self._record.cached is None:
             return {}
-        tokens = (self._load().get("tokens") or {})
+        tokens = self._record.tokens()
         if _expiring(tokens) and tokens.get("refresh_token"):
             if self._flow_lock.acquire(timeout=_left(deadline, self.timeout)):
                 try:
-                    self._refresh_expiring(deadline)
+                    self._flow.refresh_expiring(deadline)
                 finally:
                     self._flow_lock.release()
-            tokens = (self._load().get("tokens") or {})
+            tokens = self._record.tokens()
         elif _expiring(tokens) and self.grant is not None:  # no refresh token: run it again
-            self._run_once(self.begin(), deadline, lambda: self._flow(
+            self._run_once(self.begin(), deadline, lambda: self._flow.run(
                 Challenge("bearer"), deadline, None))
-            tokens = (self._load().get("tokens") or {})
+            tokens = self._record.tokens()
         return self._compose(tokens, method, url, attempt)
 
     def _compose(self, tokens: dict, method: str, url: str,
@@ -267,18 +217,18 @@ class OAuth:
             return {}
         kind = "DPoP" if str(tokens.get("token_type")).lower() == "dpop" else "Bearer"
         headers = {"Authorization": f"{kind} {token}"}
-        if kind == "DPoP" and self._dpop_key is not None:
-            headers["DPoP"] = self._dpop_key.proof(method, url, access_token=token,
-                                                   nonce=self._nonces.get("rs"))
+        if kind == "DPoP" and self._flow.dpop_key is not None:
+            headers["DPoP"] = self._flow.dpop_key.proof(method, url, access_token=token,
+                                                        nonce=self._flow.nonces.get("rs"))
         return headers
 
     def token_headers(self, method: str, url: str,
                       deadline: float | None = None) -> dict[str, str]:
         """:meth:`headers`, running the flow first when there is no token yet (for callers
         that cannot answer a 401 themselves, such as a relay). Raises AuthError."""
-        if not (self._load().get("tokens") or {}).get("access_token"):
+        if not self._record.tokens().get("access_token"):
             self.login(timeout=None if deadline is None else _left(deadline, FLOW_TIMEOUT))
-            return self._compose(self._load().get("tokens") or {}, method, url)
+            return self._compose(self._record.tokens(), method, url)
         return self.headers(method, url, deadline)
 
     def challenge(self, response: requests.Response, attempt: Attempt,
@@ -292,7 +242,7 @@ class OAuth:
         found = found or Challenge("bearer")
         nonce = response.headers.get("dpop-nonce")
         if found.error == "use_dpop_nonce" and nonce and attempt.nonces < 2:
-            self._nonces["rs"] = nonce
+            self._flow.nonces["rs"] = nonce
             attempt.nonces += 1
             return True
         if response.status_code == 403:
@@ -301,7 +251,7 @@ class OAuth:
         if attempt.flows:
             return False
         return self._run_once(attempt, deadline,
-                              lambda: self._reauthorize(found, attempt, deadline))
+                              lambda: self._flow.reauthorize(found, attempt.sent, deadline))
 
     def _run_once(self, attempt: Attempt, deadline: float | None,
                   flow: Callable[[], None]) -> bool:
@@ -335,182 +285,14 @@ class OAuth:
 
     def _step_up(self, found: Challenge, attempt: Attempt, deadline: float | None) -> bool:
         wanted = set((found.scope or "").split())
-        granted = set(((self._load().get("tokens") or {}).get("scope") or "").split())
-        union = self._requested | granted | wanted
-        if attempt.step_ups or not wanted or union <= (self._requested | granted):
+        granted = set((self._record.tokens().get("scope") or "").split())
+        requested = self._flow.requested
+        union = requested | granted | wanted
+        if attempt.step_ups or not wanted or union <= (requested | granted):
             return False
         attempt.step_ups += 1
         scope = " ".join(sorted(union))
-        return self._run_once(attempt, deadline, lambda: self._flow(found, deadline, scope))
-
-    # -- flows ---------------------------------------------------------------------------
-
-    def _refresh_expiring(self, deadline: float | None) -> None:
-        """Refresh the expiring token (the flow lock is held), unless another thread or
-        process did while this one waited: under the store's lock the record is read again,
-        and a refresh token is never redeemed twice (servers that rotate them revoke the
-        whole grant when one is reused)."""
-        with ExitStack() as stack:
-            self._hold_store(stack, deadline)
-            tokens = self._load(again=True).get("tokens") or {}
-            if _expiring(tokens) and tokens.get("refresh_token"):
-                self._try_refresh(deadline)
-
-    def _registered(self, record: dict) -> bool:
-        """Whether the record's client came from dynamic registration (so it may be made
-        again), not from configuration, a client ID metadata document or a grant."""
-        stored = record.get("client") or {}
-        return bool(stored.get("client_id")) and self.grant is None and not self.client_id \
-            and stored.get("client_id") != self.client_metadata_url
-
-    def _try_refresh(self, deadline: float | None) -> bool:
-        """Redeem the stored refresh token: True when it gave a token. A refused one is
-        dropped (the caller authorizes again); so is a registered client the server answers
-        ``invalid_client`` for. Raises AuthError for ``invalid_client`` with a configured
-        client, which a new flow would not cure."""
-        record = self._load()
-        tokens = record.get("tokens") or {}
-        if not tokens.get("refresh_token") or not record.get("token_endpoint"):
-            return False
-        disc = Discovered(record.get("resource") or self._key(), record.get("issuer", ""),
-                          {"token_endpoint": record["token_endpoint"]})
-        client = Client.from_record(record["client"]) if record.get("client") else None
-        if self.grant is not None:
-            client = self.grant.client({})
-        try:
-            fresh = refresh(self._endpoint(disc), client, tokens, deadline=deadline)
-        except AuthError as exc:
-            if exc.error == "invalid_client" and not self._registered(record):
-                # the tokens are kept: a new flow would fail the same way (the code is
-                # redeemed with the same client), and a corrected secret may still use them
-                self._set("error", str(exc))
-                raise
-            if exc.error == "invalid_client":  # the server forgot the registration
-                log.info("%s: the authorization server no longer knows the registered client; "
-                         "registering again", self.name)
-                record = {k: v for k, v in record.items() if k != "client"}
-            else:
-                log.info("%s: refreshing the token failed (%s); authorizing again", self.name,
-                         exc.error or exc.step)
-            self._save({**record, "tokens": None})
-            return False
-        self._save({**record, "tokens": fresh})
-        self._set("authorized", None)
-        return True
-
-    def _reauthorize(self, found: Challenge, attempt: Attempt, deadline: float | None) -> None:
-        with ExitStack() as stack:
-            if (self._load().get("tokens") or {}).get("refresh_token"):
-                self._hold_store(stack, deadline)  # a refresh may follow: one at a time
-            stored = (self._load(again=True).get("tokens") or {}).get("access_token")
-            if stored and stored != attempt.sent:
-                return  # a token the request did not carry yet (another process's): try it
-            if self._try_refresh(deadline):
-                return
-        self._flow(found, deadline, None)
-
-    def _endpoint(self, disc: Discovered) -> TokenEndpoint:
-        key = None
-        if self.dpop:
-            if self._dpop_key is None:
-                from .jose import DPoPKey
-                self._dpop_key = DPoPKey()
-            key = self._dpop_key
-        return TokenEndpoint(self.http, disc, key, self._nonces)
-
-    def _discover(self, found: Challenge, deadline: float | None) -> Discovered:
-        issuer = (self._load() or {}).get("issuer")
-        disc = discover(self.http, self._key(), header_url=found.resource_metadata,
-                        issuer=issuer, metadata_url=self.auth_server_metadata_url,
-                        deadline=deadline)
-        self._disc = disc
-        return disc
-
-    def _scope(self, found: Challenge, disc: Discovered, person: bool) -> str | None:
-        if found.scope:
-            scopes = found.scope.split()
-        elif self.scopes:
-            scopes = list(self.scopes)
-        else:
-            scopes = list(disc.scopes_supported)
-        as_scopes = disc.metadata.get("scopes_supported") or []
-        if person and scopes and "offline_access" in as_scopes and "offline_access" not in scopes:
-            scopes.append("offline_access")
-        return " ".join(dict.fromkeys(scopes)) or None
-
-    def _flow(self, found: Challenge, deadline: float | None, scope: str | None) -> None:
-        deadline = deadline if deadline is not None else time.monotonic() + FLOW_TIMEOUT
-        if self.grant is None and self.consent is None:
-            raise self._needs_person()  # nothing to discover for: nobody can approve
-        disc = self._discover(found, deadline)
-        record = dict(self._load())
-        if record.get("issuer") != disc.issuer:  # a new AS: nothing of the old one is reused
-            record = {}
-        base = {"issuer": disc.issuer, "resource": disc.resource,
-                "token_endpoint": disc.endpoint("token_endpoint")}
-        endpoint = self._endpoint(disc)
-        if self.grant is not None:
-            scope = scope or self._scope(found, disc, person=False)
-            tokens = self.grant.fetch(endpoint, scope, deadline=deadline)
-            self._requested |= set((scope or "").split())
-            self._save({**record, **base, "tokens": tokens})
-            return
-        consent = self.consent
-        assert consent is not None  # no grant, so a consent: checked at the top
-        scope = scope or self._scope(found, disc, person=True)
-        # the device grant when the consent asks for it and the server offers it
-        device = consent if isinstance(consent, DeviceConsent) and disc.endpoint(
-            "device_authorization_endpoint") else None
-        grants = (*CODE_GRANTS, DEVICE_GRANT) if device is not None else CODE_GRANTS
-        redirect_uri = consent.prepare(self.callback_port)
-        try:
-            client, kept = self._identity(disc, record, redirect_uri, scope, deadline, grants)
-            while True:
-                record = {**record, **base, "client": client.record()}
-                self._save(record)
-                self._requested |= set((scope or "").split())
-                try:
-                    if device is not None:
-                        tokens = device_code(endpoint, client, device.show, scope,
-                                             timeout=device.timeout)
-                    else:
-                        tokens = authorization_code(endpoint, client, consent, redirect_uri,
-                                                    scope, deadline=deadline)
-                    break
-                except AuthError as exc:
-                    if not (kept and exc.error == "invalid_client"):
-                        raise
-                # a registration kept from an earlier run that the server has forgotten (or
-                # whose secret expired): register again, once, and ask for consent anew
-                log.info("%s: the authorization server no longer knows the registered client; "
-                         "registering again", self.name)
-                redirect_uri = consent.prepare(self.callback_port)
-                client, kept = register(self.http, disc, redirect_uri,
-                                        client_name=self.client_name, scope=scope,
-                                        deadline=deadline, grant_types=grants), False
-        finally:
-            consent.close()
-        self._save({**record, "tokens": tokens})
-
-    def _identity(self, disc: Discovered, record: dict, redirect_uri: str,
-                  scope: str | None, deadline: float | None,
-                  grants: tuple[str, ...] = CODE_GRANTS) -> tuple[Client, bool]:
-        """The client and whether it is a registration kept from an earlier run:
-        pre-registered, else a client ID metadata document, else the stored registration
-        (same issuer and redirect URI, registered for ``grants``), else dynamic
-        registration."""
-        if self.client_id:
-            return pre_registered(self.client_id, self.client_secret, disc.metadata), False
-        if self.client_metadata_url and disc.metadata.get(
-                "client_id_metadata_document_supported") is True:
-            return Client(self.client_metadata_url, None, "none", [redirect_uri]), False
-        stored = record.get("client")
-        if stored and redirect_uri in (stored.get("redirect_uris") or []):
-            client = Client.from_record(stored)
-            if set(grants) <= set(client.grant_types):
-                return client, True
-        return register(self.http, disc, redirect_uri, client_name=self.client_name,
-                        scope=scope, deadline=deadline, grant_types=grants), False
+        return self._run_once(attempt, deadline, lambda: self._flow.run(found, deadline, scope))
 
     # -- what people call ----------------------------------------------------------------
 
@@ -520,24 +302,12 @@ class OAuth:
         bound = seconds(timeout, FLOW_TIMEOUT, method="OAuth.login")
         attempt = self.begin()
         deadline = time.monotonic() + bound
-        self._run_once(attempt, deadline, lambda: self._flow(Challenge("bearer"), deadline,
-                                                             None))
+        self._run_once(attempt, deadline, lambda: self._flow.run(Challenge("bearer"), deadline,
+                                                                 None))
 
     def logout(self) -> None:
         """Forget this server's registration and tokens (in the store too)."""
-        with self._state_lock:
-            self._record = {}
-        self.store.delete(self._key())
-        self._requested.clear()
+        self._record.forget()
+        self._flow.requested.clear()
         self._set("needs-auth", "logged out")
 
-
-def _expiring(tokens: dict) -> bool:
-    expires = tokens.get("expires_at")
-    return bool(tokens.get("access_token") and expires and expires - REFRESH_MARGIN < time.time())
-
-
-def _left(deadline: float | None, cap: float) -> float:
-    if deadline is None:
-        return cap
-    return max(0.0, deadline - time.monotonic())

@@ -10,50 +10,33 @@
 One :class:`McpServer` per configured entry. A slow or failing server delays or fails no other:
 each starts on its own thread, and :meth:`start_f` only gathers their futures. Local tool
 servers (a :class:`ToolServer`: shell tools, the resource tools) are mounted beside them and
-answer under their own plain names.
+answer under their own plain names. The hub holds the servers; a call by tool name is routed
+by its :class:`~raider_sync.client.hub_calls.Router`, and what a reload keeps, replaces and
+stops is worked out by :mod:`raider_sync.client.hub_reload`.
 """
 from __future__ import annotations
 
 import logging
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from . import launch
+from . import hub_reload
 from .budget import ToolBudget, budget_of
-from .calls import poll_seconds, seconds, tool_arguments, unknown_tool_message
+from .calls import poll_seconds, seconds
 from ..config import McpConfig, ServerSpec, find_named
-from ..errors import NotConnected, RaiderError, ToolTimeout, UnknownServer, UnknownTool
-from ..threads.futures import Deadline, all_done, failed, settle, then
-from .lifecycle import UP
+from ..errors import UnknownServer
+from ..threads.futures import all_done, failed, then
+from .hub_calls import Router
+from .hub_reload import ReloadResult
 from .results import ToolResult
 from .server import McpServer
 
 log = logging.getLogger("raider_sync.hub")
 
-#: how long, beyond a server's own kill_grace steps, a stop may take before it is given up on
-_STOP_MARGIN_S = 15.0
 _DEFAULT_TIMEOUT_S = 60.0
 #: how long a reload lets a replaced or removed server answer the calls already sent to it
 _DEFAULT_DRAIN_S = 30.0
-
-
-@dataclass(frozen=True)
-class ReloadResult:
-    """What :meth:`McpHub.reload` changed, by server name. A changed server (or a failed one
-    that is retried) is in both ``stopped`` and ``started``. ``reasons`` says why each started
-    or stopped server was: ``new``, ``removed``, ``changed: args, env (API_KEY)`` (names of
-    variables and headers, never values), ``retried: it had failed``, ``restarted: it had
-    stopped``."""
-    kept: list[str] = field(default_factory=list)
-    started: list[str] = field(default_factory=list)
-    stopped: list[str] = field(default_factory=list)
-    reasons: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.started or self.stopped)
 
 
 class McpHub:
@@ -82,6 +65,11 @@ class McpHub:
         self._mounted: list[Any] = []
         self._retiring: list[McpServer] = []  # replaced or removed, draining in a reload
         self._started = False
+        # the calls by tool name: a part that asks the hub what it holds at each call
+        self._router = Router(clients=lambda: self.clients, mounted=lambda: self.mounted,
+                              is_current=self._is_current,
+                              raise_on_error=lambda: bool(
+                                  self.server_options.get("raise_on_error", False)))
 
     def __repr__(self) -> str:
         return f"<McpHub {[(c.name, c.status) for c in self.clients]!r}>"
@@ -103,6 +91,11 @@ class McpHub:
 
     def _new_client(self, spec: ServerSpec) -> McpServer:
         return McpServer(spec, **self.server_options)
+
+    def _is_current(self, client: McpServer) -> bool:
+        """Whether ``client`` is still the hub's (not replaced nor removed by a reload)."""
+        with self._lock:
+            return self._clients.get(client.name) is client
 
     # -- the servers ---------------------------------------------------------------------
 
@@ -189,7 +182,7 @@ class McpHub:
     def tools_f(self) -> Future:
         """A future of every tool: the prefixed tools of the connected servers, then those of
         the mounted tool servers."""
-        sources = [c for c in self.clients if c.status in UP] + self.mounted
+        sources = self._router.sources()
         futures = [_guarded(source.list_tools_f) for source in sources]
 
         def collect(_: Any) -> list[dict]:
@@ -211,7 +204,7 @@ class McpHub:
     def tool_budget_f(self) -> Future:
         """A future of the :class:`~raider_sync.client.budget.ToolBudget` of every tool
         :meth:`tools` lists: each tool's estimated token cost and each server's sum."""
-        sources = [c for c in self.clients if c.status in UP] + self.mounted
+        sources = self._router.sources()
         futures = [_guarded(source.list_tools_f) for source in sources]
 
         def collect(_: Any) -> ToolBudget:
@@ -240,10 +233,9 @@ class McpHub:
 
     @property
     def tool_names(self) -> list[str]:
-        names: list[str] = []
-        for source in [c for c in self.clients if c.status in UP] + self.mounted:
-            names.extend(source.tool_names)
-        return names
+        return self._router.tool_names()
+
+    # -- calls ---------------------------------------------------------------------------
 
     def route(self, name: str) -> Any:
         """The server (client or mounted tool server) that offers tool ``name``.
@@ -251,18 +243,7 @@ class McpHub:
         A prefixed name of a configured server that does not offer it (not connected, or no
         such tool) goes to that server, whose call then fails with NotConnected or
         UnknownTool. Raises UnknownTool for a name nobody could offer."""
-        clients = self.clients
-        for client in clients:
-            if client.status in UP and client.original_name(name) is not None:
-                return client
-        for tool_server in self.mounted:
-            if tool_server.original_name(name) is not None:
-                return tool_server
-        owners = [c for c in clients if name.startswith(f"mcp__{c.key}__")]
-        if owners:
-            return max(owners, key=lambda c: len(c.key))
-        raise UnknownTool(unknown_tool_message(f"no server offers a tool named {name!r}", name,
-                                               self.tool_names))
+        return self._router.route(name)
 
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None, on_progress=None,
@@ -270,21 +251,11 @@ class McpHub:
         """Call tool ``name`` on the server that offers it; a future of the result dict.
         Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`);
         with ToolError for an error result when ``raise_on_error`` (default: the hub's
-        option) is true. ``timeout`` (s) defaults to that server's call timeout."""
-        try:
-            arguments = _checked(name, arguments, timeout, "McpHub.call_tool_f")
-            target = self.route(name)
-        except RaiderError as exc:
-            return failed(exc)
-
-        def send(target: Any, timeout: float | None) -> Future:
-            return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
-                                      **self._raising(target, raise_on_error))
-
-        if not isinstance(target, McpServer):
-            return send(target, timeout)
-        return self._rerouted_f(send(target, timeout), target, name,
-                                Deadline(_or_default(timeout, target)), send)
+        option) is true. ``timeout`` (s) defaults to that server's call timeout. A call a
+        reload's replaced client refuses goes to the server now in its place, within what
+        is left of ``timeout``."""
+        return self._router.call_tool_f(name, arguments, timeout=timeout,
+                                        on_progress=on_progress, raise_on_error=raise_on_error)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
@@ -292,70 +263,8 @@ class McpHub:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
-        arguments = _checked(name, arguments, timeout, "McpHub.call_tool")
-        target = self.route(name)
-        deadline = (Deadline(_or_default(timeout, target))
-                    if isinstance(target, McpServer) else None)
-        while True:
-            try:
-                return target.call_tool(name, arguments, timeout=timeout,
-                                        on_progress=on_progress,
-                                        **self._raising(target, raise_on_error))
-            except NotConnected:
-                if deadline is None or not self._was_replaced(target):
-                    raise
-                target, timeout = self.route(name), _left(deadline, name)
-
-    def _was_replaced(self, target: Any) -> bool:
-        """Whether ``target`` is a client a reload has replaced or removed since the call was
-        routed to it. Such a client refuses the calls it has not sent (NotConnected): the
-        hub sends them again to the server now in its place, which :meth:`route` finds."""
-        if not isinstance(target, McpServer):
-            return False
-        with self._lock:
-            return self._clients.get(target.name) is not target
-
-    def _rerouted_f(self, future: Future, target: McpServer, name: str, deadline: Deadline,
-                    send: Callable[[Any, float], Future]) -> Future:
-        """``future``, or, once it fails with NotConnected from a client a reload replaced,
-        ``send(new_target, seconds_left)`` (see :meth:`call_tool`); no thread of its own."""
-        outer: Future = Future()
-        current = [future]
-
-        def settled(done: Future, target: Any) -> None:
-            error = None if done.cancelled() else done.exception()
-            if isinstance(error, NotConnected) and self._was_replaced(target):
-                try:
-                    target = self.route(name)
-                    current[0] = again = send(target, _left(deadline, name))
-                except RaiderError as exc:
-                    settle(outer, error=exc)
-                    return
-                if outer.cancelled():
-                    again.cancel()
-                again.add_done_callback(lambda done: settled(done, target))
-            elif done.cancelled():
-                outer.cancel()
-            else:
-                settle(outer, result=None if error is not None else done.result(), error=error)
-
-        def cancelled(done: Future) -> None:
-            if done.cancelled():
-                current[0].cancel()
-
-        outer.add_done_callback(cancelled)
-        future.add_done_callback(lambda done: settled(done, target))
-        return outer
-
-    def _raising(self, target: Any, raise_on_error: bool | None) -> dict:
-        """The ``raise_on_error`` argument for ``target``: the call's, else the hub's. A
-        mounted object with a ToolServer's face from before the option existed is not given
-        it unless errors are to be raised."""
-        if raise_on_error is None:
-            raise_on_error = bool(self.server_options.get("raise_on_error", False))
-        if raise_on_error or isinstance(target, McpServer):
-            return {"raise_on_error": raise_on_error}
-        return {}
+        return self._router.call_tool(name, arguments, timeout=timeout,
+                                      on_progress=on_progress, raise_on_error=raise_on_error)
 
     # -- reload and stop -----------------------------------------------------------------
 
@@ -375,44 +284,23 @@ class McpHub:
         with self._reload_lock:
             with self._lock:
                 old = dict(self._clients)
-            clients: dict[str, McpServer] = {}
-            kept, started, retired = [], [], []
-            reasons: dict[str, str] = {}
-            for spec in config.servers:
-                existing = old.get(spec.name)
-                candidate = self._new_client(spec)
-                reason = _restart_reason(existing, candidate)
-                if reason is None:
-                    assert existing is not None  # kept: only an existing client has no reason
-                    clients[spec.name] = existing
-                    kept.append(spec.name)
-                    continue
-                clients[spec.name] = candidate
-                started.append(spec.name)
-                reasons[spec.name] = reason
-                if existing is not None:
-                    retired.append(existing)
-            for name, client in old.items():
-                if name not in clients:
-                    retired.append(client)
-                    reasons[name] = "removed"
+            plan = hub_reload.plan(old, config, self._new_client)
             with self._lock:
                 # started before anyone sees them, so a call routed to one waits for its
                 # start instead of finding it "configured"; and under the lock, so a stop
                 # meanwhile sees (and stops) what was started
                 if self._started:
-                    for name in started:
-                        clients[name].start_f()
-                self._clients = clients
+                    for name in plan.started:
+                        plan.clients[name].start_f()
+                self._clients = plan.clients
                 self.config = config
-                self._retiring = retired  # a stop meanwhile cuts their drain short
+                self._retiring = plan.retired  # a stop meanwhile cuts their drain short
             try:
-                _stop_all(retired, drain, {client.name: _retired_reason(reasons[client.name])
-                                           for client in retired})
+                hub_reload.stop_all(plan.retired, drain, plan.stop_reasons())
             finally:
                 with self._lock:
                     self._retiring = []
-        return ReloadResult(kept, started, [client.name for client in retired], reasons)
+        return plan.result()
 
     def stop(self) -> None:
         """Stop every server and mounted tool server, all in parallel; returns when they are
@@ -421,78 +309,7 @@ class McpHub:
         with self._lock:
             self._started = False
             everything = list(self._clients.values()) + self._retiring + list(self._mounted)
-        _stop_all(everything)
-
-
-def _restart_reason(existing: McpServer | None, candidate: McpServer) -> str | None:
-    """Why reload replaces ``existing`` with ``candidate`` (None: it keeps it)."""
-    if existing is None:
-        return "new"
-    if existing.status == "failed":
-        return "retried: it had failed"
-    if existing.status == "stopped":
-        return "restarted: it had stopped"
-    if existing.status == "needs-auth":
-        return "retried: it needed authorization"
-    if existing.fingerprint == candidate.fingerprint:
-        return None
-    before = launch.fingerprint_parts(existing.spec, existing.base_env)
-    after = launch.fingerprint_parts(candidate.spec, candidate.base_env)
-    return f"changed: {launch.what_changed(before, after) or 'the prefix'}"
-
-
-def _retired_reason(reason: str) -> str:
-    """The ``reason`` a client replaced or removed by a reload is stopped with."""
-    return "removed by a reload" if reason == "removed" else f"replaced by a reload; {reason}"
-
-
-def _stop_all(servers: list[Any], drain: float = 0.0,
-              reasons: dict[str, str] | None = None) -> None:
-    """Stop ``servers`` on one thread each and join them all; with ``drain`` (s), each
-    after the calls already sent to it are answered (at most that long), stopped with its
-    reason from ``reasons`` (by name)."""
-    threads = []
-    for server in servers:
-        options = {}
-        if reasons is not None:
-            options = {"drain": drain, "reason": reasons.get(server.name)}
-        thread = threading.Thread(target=_stop_one, args=(server, options),
-                                  name=f"raider-{getattr(server, 'key', 'server')}-stop",
-                                  daemon=True)
-        thread.start()
-        threads.append((server, thread))
-    for server, thread in threads:
-        thread.join(drain + 2 * getattr(server, "kill_grace", 0) + _STOP_MARGIN_S
-                    + getattr(server, "startup_timeout_ms", 0) / 1000)
-        if thread.is_alive():
-            log.warning("stopping %s is taking long; left to finish", server.name)
-
-
-def _stop_one(server: Any, options: dict) -> None:
-    try:
-        server.stop(**options)
-    except Exception:  # noqa: BLE001 - one failing stop must not keep the others running
-        log.exception("stopping %s failed", getattr(server, "name", server))
-
-
-def _left(deadline: Deadline, name: str) -> float:
-    """The seconds a call of ``name`` sent again has left; raises ToolTimeout when none."""
-    left = deadline.left()
-    if left <= 0:
-        raise ToolTimeout(f"MCP tool call {name!r} timed out while its server was replaced")
-    return left
-
-
-def _checked(name: str, arguments: Any, timeout: Any, method: str) -> dict:
-    """The arguments of a call as a dict; raises InvalidArgument for them or for a timeout
-    (see raider_sync.threads.timeouts). The timeout's default is the server's: it is checked only."""
-    seconds(timeout, 1.0, method=method)
-    return tool_arguments(arguments, name)
-
-
-def _or_default(timeout: float | None, target: McpServer) -> float:
-    """A timeout :func:`_checked` passed, or the server's call timeout for None."""
-    return target.call_timeout if timeout is None else timeout
+        hub_reload.stop_all(everything)
 
 
 def _guarded(start: Any) -> Future:

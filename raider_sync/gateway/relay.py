@@ -36,6 +36,10 @@ request. Run it with ``raider-sync gateway --config FILE --listen HOST:PORT`` (w
 
 Client disconnects are noticed while the upstream is silent only under waitress (which reports
 them); elsewhere the next write to the gone client ends the relay.
+
+:class:`Relay` checks and routes a request and sends it upstream; a streamed answer and the
+watch for gone clients are :mod:`raider_sync.gateway.streaming`, the usage events a
+:class:`~raider_sync.gateway.usage.Usage` part it owns.
 """
 from __future__ import annotations
 
@@ -50,37 +54,30 @@ import re
 import sys
 import threading
 import time
-from datetime import datetime, timezone
 from http import HTTPStatus
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless
 from .config import GatewayConfig, GatewayServer
 from .limits import KeyLimits, default_limits
 from .sessions import SessionBinding
-from .upstream import Answer, Upstream
+from .streaming import Stream, Watcher
+from .streaming import CHUNK, WATCH_INTERVAL, UpstreamBroken  # noqa: F401 - importable from here as before
+from .upstream import Upstream
+from .usage import Usage, UsageCallback
 
 log = logging.getLogger("raider_sync.gateway")
-usage_log = logging.getLogger("raider_sync.gateway.usage")
+usage_log = logging.getLogger("raider_sync.gateway.usage")  # the one of .usage, named here as before
 
 CONFIG_ENV = "RAIDER_GATEWAY_CONFIG"
 BUFFER_LIMIT = 1024 * 1024     # a plain answer up to this size is relayed in one write
-CHUNK = 64 * 1024
-WATCH_INTERVAL = 0.2           # seconds between checks for clients that went away
 METHODS = ("DELETE", "GET", "POST")
 _ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)  # an encoded dot, slash or backslash
 # the relay's own upstream headers: a name, and no compression it would have to undo
 _FIXED_HEADERS = {"User-Agent": "raider-sync-gateway", "Accept-Encoding": "identity"}
-UsageCallback = Callable[[dict], None]
 # the environ keys of the client headers protocol.request_headers may pass on (besides Mcp-*)
 _PASSED = frozenset({"HTTP_ACCEPT", "HTTP_LAST_EVENT_ID", "HTTP_CONTENT_TYPE"})
-
-
-class UpstreamBroken(Exception):
-    """Raised from a relayed answer whose upstream broke off after the headers were sent: the
-    WSGI server then aborts the connection, so the client sees the break instead of an answer
-    that looks complete."""
 
 
 class Relay:
@@ -124,14 +121,10 @@ class Relay:
         requests_default, streams_default = default_limits(threads)
         self._limits = KeyLimits(config.limits.requests_per_key or requests_default,
                                  config.limits.streams_per_key or streams_default)
-        path = usage_log if usage_log is not None else config.usage_log
-        self._usage_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                                 0o640) if path else None
+        self._usage = Usage(usage_log if usage_log is not None else config.usage_log,
+                            lambda: self.on_usage)
+        self._watcher = Watcher()  # of the streams whose clients may go away
         self._lock = threading.Lock()
-        self._usage_lock = threading.Lock()
-        self._watched: set[_Stream] = set()
-        self._watcher: Optional[threading.Thread] = None
-        self._stopping = threading.Event()
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -143,19 +136,10 @@ class Relay:
             if self._closed:
                 return
             self._closed = True
-            self._stopping.set()
-            watcher, self._watcher = self._watcher, None
-            streams = list(self._watched)
-        for stream in streams:
-            stream.abort()
-        if watcher is not None:
-            watcher.join(timeout=5 * WATCH_INTERVAL + 1)
+        self._watcher.close()
         self._upstream.close()
         self.config.close()
-        with self._usage_lock:  # a stream finishing now must not write to a reused fd
-            if self._usage_fd is not None:
-                os.close(self._usage_fd)
-                self._usage_fd = None
+        self._usage.close()
 
     def __enter__(self) -> "Relay":
         return self
@@ -193,7 +177,7 @@ class Relay:
             start_response(_status_line(500), [("Content-Type", "application/json"),
                                                ("Content-Length", str(len(body)))], sys.exc_info())
             event["status"], event["response_bytes"] = 500, len(body)
-            self._emit(event, started)
+            self._usage.emit(event, started)
             return [body.encode()]
 
     def _handle(self, environ, start_response, event, started):
@@ -269,7 +253,7 @@ class Relay:
         if isinstance(body, tuple):
             return self._answer(start_response, event, started, *body)
         event["request_bytes"] = len(body)
-        if self._observed():  # the body is parsed only for someone who reads the event
+        if self._usage.observed():  # the body is parsed only for someone who reads the event
             event["rpc"], event["tool"] = protocol.rpc_call(body)
         if method == "POST":  # stateless requests: Mcp-Method/Mcp-Name must say what the body says
             problem = stateless.problem(environ, body)
@@ -291,7 +275,7 @@ class Relay:
         except BaseException:
             lease.release()
             raise
-        if isinstance(answer, _Stream):
+        if isinstance(answer, Stream):
             answer.lease = lease
         else:
             lease.release()
@@ -406,7 +390,7 @@ class Relay:
             response.close()
             start_response(status, relayed + [("Content-Length", str(len(data)))])
             event["response_bytes"] = len(data)
-            self._emit(event, started)
+            self._usage.emit(event, started)
             return [data]
         if event_stream:
             relayed.append(("X-Accel-Buffering", "no"))  # tells a fronting nginx not to buffer
@@ -419,10 +403,10 @@ class Relay:
         except BaseException:
             response.close()
             raise
-        stream = _Stream(self, response, event, started)
+        stream = Stream(response, event, started, watcher=self._watcher, emit=self._usage.emit)
         disconnected = environ.get("waitress.client_disconnected")
         if callable(disconnected):
-            self._watch(stream, disconnected)
+            self._watcher.watch(stream, disconnected)
         return stream
 
     def _answer(self, start_response, event, started, status: int, kind: str, message: str,
@@ -435,122 +419,8 @@ class Relay:
                                               ("Content-Length", str(len(body)))] + (extra or []))
         event["status"] = status
         event["response_bytes"] = len(body)
-        self._emit(event, started)
+        self._usage.emit(event, started)
         return [body]
-
-    def _observed(self) -> bool:
-        """Whether anyone reads usage events: a callback, the usage file or the usage log."""
-        return self.on_usage is not None or self._usage_fd is not None \
-            or usage_log.isEnabledFor(logging.INFO)
-
-    def _emit(self, event: dict, started: float) -> None:
-        if not self._observed():
-            return
-        event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        event = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event}
-        text = json.dumps(event) if self._usage_fd is not None \
-            or usage_log.isEnabledFor(logging.INFO) else None
-        if text is not None:
-            usage_log.info(text, extra={"usage": event})  # one JSON line, for log pipelines
-        if text is not None and self._usage_fd is not None:  # the file may be opened meanwhile
-            line = (text + "\n").encode()
-            with self._usage_lock:
-                try:
-                    if self._usage_fd is not None:
-                        os.write(self._usage_fd, line)
-                except OSError:
-                    log.exception("gateway: cannot write the usage log")
-        if self.on_usage is not None:
-            try:
-                self.on_usage(event)
-            except Exception:
-                log.exception("gateway: the usage callback failed")
-
-    # -- clients that go away --------------------------------------------------------------
-
-    def _watch(self, stream: "_Stream", disconnected: Callable[[], bool]) -> None:
-        stream.disconnected = disconnected
-        with self._lock:
-            if self._closed:
-                return
-            self._watched.add(stream)
-            if self._watcher is None:
-                self._watcher = threading.Thread(target=self._watch_loop,
-                                                 name="raider-gateway-watcher", daemon=True)
-                self._watcher.start()
-
-    def _unwatch(self, stream: "_Stream") -> None:
-        with self._lock:
-            self._watched.discard(stream)
-
-    def _watch_loop(self) -> None:
-        """Every WATCH_INTERVAL seconds, abort the upstream of each stream whose client left;
-        exit when nothing is watched (the next stream starts a new watcher)."""
-        me = threading.current_thread()
-        while not self._stopping.wait(WATCH_INTERVAL):
-            with self._lock:
-                if self._watcher is not me:
-                    return
-                if not self._watched:
-                    self._watcher = None
-                    return
-                streams = list(self._watched)
-            for stream in streams:
-                try:
-                    gone = stream.disconnected()
-                except Exception:
-                    gone = False
-                if gone:
-                    stream.abort()
-
-
-class _Stream:
-    """A relayed answer as a WSGI iterable: each read of the upstream is yielded at once (the
-    WSGI server writes and flushes it); ``close()`` releases or closes the upstream response and
-    emits the usage event exactly once."""
-
-    def __init__(self, relay: Relay, response: Answer, event: dict, started: float):
-        self.relay, self.response, self.event, self.started = relay, response, event, started
-        self.disconnected: Callable[[], bool] = lambda: False
-        self.lock = threading.Lock()
-        self.closed = False
-        self.complete = False
-        self.lease = None  # the per-key limit it holds, given back at close
-
-    def __iter__(self):
-        # not decoded, as the buffered answer is not: Content-Encoding is relayed with it
-        try:
-            for chunk in self.response.chunks(CHUNK):  # whatever has arrived, up to CHUNK
-                self.event["response_bytes"] += len(chunk)
-                yield chunk
-            self.complete = "ended" not in self.event  # not cut short by abort()
-        except Exception as exc:  # the upstream broke off or timed out, or abort() cut it
-            log.debug("gateway: relayed answer ended early: %s", type(exc).__name__)
-            if self.event.setdefault("ended", "upstream") == "upstream":
-                # ending normally would tell the client the answer is complete
-                raise UpstreamBroken("the MCP server broke off its answer") from None
-
-    def abort(self) -> None:
-        """Shut the upstream socket so a blocked read returns (called from the watcher)."""
-        with self.lock:
-            if self.closed:
-                return
-            self.event["ended"] = "client"
-            self.response.shutdown()
-
-    def close(self) -> None:
-        with self.lock:
-            if self.closed:
-                return
-            self.closed = True
-        self.relay._unwatch(self)
-        if self.lease is not None:
-            self.lease.release()
-        if not self.complete:
-            self.event.setdefault("ended", "client")
-        self.response.close()
-        self.relay._emit(self.event, self.started)
-
 
 @functools.cache  # the codes are three digits
 def _status_line(code: int) -> str:

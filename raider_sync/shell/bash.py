@@ -17,35 +17,36 @@ the tool's input dict and returns ``(text, is_error)``; its ``_f`` twin returns 
 The shells belong to this object: they live across calls and are stopped by
 :meth:`stop_all`, by :meth:`close`, when the object is garbage collected, or at interpreter
 exit, whichever comes first. No shell outlives its owner.
+
+BashTools runs bash and monitor; reading and stopping what runs in the background
+(bash_output, kill_shell) is its :class:`~raider_sync.shell.background.Background` part, and
+:mod:`raider_sync.shell.as_tools` offers its methods as a ToolServer and as per-run tools.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import threading
 import weakref
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from ..errors import ConfigError
-from ..threads.futures import resolved, then
-from ..serve.toolserver import ToolServer, text_result
-from . import schemas
+from ..threads.futures import resolved
+from ..serve.toolserver import ToolServer
+from . import as_tools
+from .as_tools import CLOSED, AsyncTool
+from .background import Background, Result
+from .background import clip_text, entry_report, read_new  # noqa: F401 - importable from here as before
 from .gates import Validator, refusal
 from .monitor import DEFAULT_OPTIONS, Monitor
-from .output import MAX_CHAR_BYTES, Clip
 from .shells import STOP_SLACK, Caller, Closed, Runtime, Shell
-from .tasks import RUNNING, TaskEntry, Tasks
-from .texts import (entry_status, monitor_started, moved_to_background, not_running,
-                    output_status, shell_notification, started_in_background, stopped, unknown)
+from .tasks import Tasks
+from .texts import monitor_started, moved_to_background, shell_notification, started_in_background
 
-Result = tuple[str, bool]
 DEFAULT_MAX_OUTPUT_BYTES = 512 << 20
-CLOSED = "Error: the shell tools are closed"
 CallerLike = Union[Caller, dict, None]
 
 
@@ -103,6 +104,7 @@ class BashTools:
         self._runtime = Runtime(bash_path=self.bash_path, tasks=tasks, kill_grace=kill_grace,
                                 output_limit=output_limit, max_output_bytes=self.max_output_bytes,
                                 background_time_limit=self.background_time_limit)
+        self._background = Background(self._runtime)
         self._lock = threading.Lock()
         self._server: ToolServer | None = None
         self._finalizer = weakref.finalize(self, _shutdown, self._runtime)
@@ -224,34 +226,9 @@ class BashTools:
 
     def bash_output_f(self, inp: dict) -> Future:
         """:meth:`bash_output` as a future; ``block`` waits without holding a thread."""
-        task_id = str(inp.get("bash_id") or "")
-        target = self._find(task_id)
-        entry = None
-        if target is None:
-            entry = self.tasks.get(task_id) if self.tasks is not None else None
-            if entry is None:
-                return resolved((unknown(task_id), True))
-        pattern = None
-        if inp.get("filter"):
-            try:
-                pattern = re.compile(str(inp["filter"]))
-            except re.error as exc:
-                return resolved((f"Invalid filter regular expression: {exc}", True))
-        block = bool(inp.get("block", False))
-        timeout = self._seconds(inp.get("timeout"), self.block_timeout)
-        limit = self.output_limit
-        if target is not None:
-            def answer() -> Result:
-                return read_new(target, pattern, limit), False
-            done = target.done
-        else:
-            assert entry is not None  # found above: no shell or monitor has that id
-            def answer() -> Result:
-                return entry_status(entry, clip_text(entry_report(entry), limit)), False
-            done = entry.done
-        if block and not done.done():
-            return self._runtime.after(done, timeout, answer)
-        return resolved(answer())
+        return self._background.output_f(
+            inp, self.tasks, timeout=self._seconds(inp.get("timeout"), self.block_timeout),
+            limit=self.output_limit)
 
     # -- kill_shell ---------------------------------------------------------------------------
 
@@ -262,31 +239,7 @@ class BashTools:
 
     def kill_shell_f(self, inp: dict) -> Future:
         """:meth:`kill_shell` as a future."""
-        task_id = str(inp.get("shell_id") or "")
-        target = self._find(task_id)
-        if target is not None:
-            if not target.running:
-                return resolved((not_running(task_id, target.status), True))
-            if isinstance(target, Monitor):
-                target.stop()
-            else:
-                self._runtime.request_stop(target)
-            command = target.command
-
-            def answer() -> Result:
-                if target.done.done():
-                    return stopped(task_id, command), False
-                return f"Error: task {task_id} did not stop", True
-            return self._runtime.after(target.done, self.kill_grace + STOP_SLACK, answer)
-        tasks = self.tasks
-        entry = tasks.get(task_id) if tasks is not None else None
-        if tasks is None or entry is None:
-            return resolved((unknown(task_id), True))
-        if not entry.running:
-            return resolved((not_running(entry.id, entry.status), True))
-        if not tasks.stop(entry.id):
-            return resolved((f"Error: task {entry.id} cannot be stopped", True))
-        return resolved((stopped(entry.id, entry.description), False))
+        return self._background.kill_f(inp, self.tasks, kill_grace=self.kill_grace)
 
     # -- monitor ------------------------------------------------------------------------------
 
@@ -373,13 +326,7 @@ class BashTools:
         built once; its handlers hold this object weakly."""
         with self._lock:
             if self._server is None:
-                server = ToolServer(self.name, call_timeout=self.max_timeout + 60,
-                                    instructions="Shell tools: bash, bash_output, kill_shell"
-                                    + (", monitor" if self.tasks is not None else "") + ".")
-                for tool in self._tool_specs():
-                    server.add_tool(tool.name, _weak_handler(self, tool.method),
-                                    description=tool.description, input_schema=tool.input_schema)
-                server.on_close = _weak_close(self)
+                server = as_tools.tool_server(self)
                 self._server = self._runtime.server = server
             return self._server
 
@@ -389,33 +336,9 @@ class BashTools:
         future of an MCP result dict. ``recipient``, ``detached`` and ``working_directory``
         are values or callables asked at each call; the call id comes from the context
         (``call``, else ``id``). ``applies`` is passed on for the application to use."""
-        ref = weakref.ref(self)
-
-        def caller_of(context: dict | None) -> Caller:
-            context = context or {}
-            return Caller(recipient=str(_value(recipient) or "main"),
-                          call=context.get("call") or context.get("id"),
-                          detached=bool(_value(detached)),
-                          working_directory=_value(working_directory))
-
-        tools = []
-        for spec in self._tool_specs():
-            tools.append(AsyncTool(spec.name, spec.description, spec.input_schema,
-                                   _weak_handler(self, spec.method, ref, caller_of), applies))
-        return tools
+        return as_tools.async_tools(self, recipient, detached, working_directory, applies)
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _tool_specs(self) -> list["_ToolSpec"]:
-        specs = [_ToolSpec("bash", schemas.BASH_DESCRIPTION, schemas.BASH, "bash_f"),
-                 _ToolSpec("bash_output", schemas.BASH_OUTPUT_DESCRIPTION, schemas.BASH_OUTPUT,
-                           "bash_output_f"),
-                 _ToolSpec("kill_shell", schemas.KILL_SHELL_DESCRIPTION, schemas.KILL_SHELL,
-                           "kill_shell_f")]
-        if self.tasks is not None:
-            specs.append(_ToolSpec("monitor", schemas.MONITOR_DESCRIPTION, schemas.MONITOR,
-                                   "monitor_f"))
-        return specs
 
     def _admit(self, inp: dict, caller: Caller) -> tuple[str, str | None] | Future:
         """The way in of bash and monitor alike: ``(command, working directory)`` once the
@@ -433,64 +356,9 @@ class BashTools:
             return resolved((refused, True))
         return command, cwd
 
-    def _find(self, task_id: str) -> Shell | Monitor | None:
-        with self._runtime.lock:
-            return self._runtime.shells.get(task_id) or self._runtime.monitors.get(task_id)
-
     def _seconds(self, value: Any, default: float) -> float:
         seconds = float(value) if _positive(value) else float(default)
         return min(seconds, float(self.max_timeout))
-
-
-@dataclass
-class _ToolSpec:
-    name: str
-    description: str
-    input_schema: dict
-    method: str
-
-
-@dataclass
-class AsyncTool:
-    """One shell tool for one run: ``tool(arguments, context=None)`` returns a future of
-    an MCP result dict (``content``, ``isError``)."""
-    name: str
-    description: str
-    input_schema: dict
-    handler: Callable[..., Future]
-    applies: Optional[Callable] = None
-
-    def __call__(self, arguments: dict, context: dict | None = None) -> Future:
-        return then(self.handler(arguments, context), lambda result: text_result(*result))
-
-    def definition(self) -> dict:
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
-
-
-def _weak_close(tools: BashTools) -> Callable[[], None]:
-    """Close ``tools`` when its tool server is closed, without keeping ``tools`` alive."""
-    ref = weakref.ref(tools)
-
-    def close() -> None:
-        target = ref()
-        if target is not None:
-            target.close()
-    return close
-
-
-def _weak_handler(tools: BashTools, method: str, ref=None, caller_of=None) -> Callable:
-    """A handler that calls ``tools.<method>`` without keeping ``tools`` alive."""
-    ref = ref or weakref.ref(tools)
-    takes_caller = method in ("bash_f", "monitor_f")
-
-    def handler(arguments: dict, context: dict | None = None) -> Future:
-        target = ref()
-        if target is None:
-            return resolved((CLOSED, True))
-        if takes_caller and caller_of is not None:
-            return getattr(target, method)(arguments, caller_of(context))
-        return getattr(target, method)(arguments)
-    return handler
 
 
 @contextlib.contextmanager
@@ -519,50 +387,6 @@ def as_caller(caller: CallerLike) -> Caller:
     return Caller(recipient=str(caller.get("recipient") or "main"), call=caller.get("call"),
                   detached=bool(caller.get("detached")),
                   working_directory=caller.get("working_directory"))
-
-
-def read_new(target: Shell | Monitor, pattern: re.Pattern | None, limit: int) -> str:
-    """bash_output's answer for a shell or monitor: what it wrote since the last read
-    (only lines ``pattern`` finds something in, when given). A read that reaches the end
-    of an ended shell releases its output file."""
-    with target.read_lock:
-        status, exit_code = target.status, target.exit_code
-        output = target.output
-        if output is None or output.closed:
-            return output_status(status, exit_code, "")
-        size = output.size()
-        start = target.read_offset
-        ended = status != RUNNING
-        if pattern is None:
-            end = size
-            text = output.clip(start, end, limit)
-        else:
-            end = size if ended else output.last_newline(start, size)
-            if end == start and size - start > MAX_CHAR_BYTES * limit:
-                end = size  # a huge line without a newline yet: do not hold it back forever
-            text = output.filtered(start, end, pattern, limit)
-        target.read_offset = end
-        if ended and end >= size:
-            output.close()
-    return output_status(status, exit_code, text)
-
-
-def entry_report(entry: TaskEntry) -> str | None:
-    if entry.status == "failed" and entry.error:
-        return entry.error
-    return entry.report
-
-
-def clip_text(text: str | None, limit: int) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    clip = Clip(limit)
-    clip.add(text)
-    return clip.text()
-
-
-def _value(value: Any) -> Any:
-    return value() if callable(value) else value
 
 
 def _positive(value: Any) -> bool:

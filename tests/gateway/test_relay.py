@@ -1,4 +1,5 @@
-"""The relay against a fake upstream: keys, routing, header allowlists, streaming, faults, usage."""
+"""The relay against a fake upstream: keys, routing, header allowlists, streaming, faults (the
+usage events: test_usage.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,7 @@ from raider_sync.errors import ConfigError
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
 
-from gateway.support import ALICE, BOB, UPSTREAM_TOKEN, free_port, wait_until
+from gateway.support import ALICE, BOB, UPSTREAM_TOKEN, free_port
 
 AUTH = {"Authorization": f"Bearer {ALICE}"}
 
@@ -310,47 +311,6 @@ def test_origins_outside_the_allowed_list_are_refused(make_gateway, upstream):
     assert good.status_code == 200
     assert requests.post(f"{gw.url}/mcp/fake", headers=AUTH, json={}, timeout=10).status_code == 200
     assert len(upstream.requests) == 2
-
-
-# -- usage ---------------------------------------------------------------------------------
-
-def test_one_usage_event_per_request_to_the_callback_and_the_file(make_gateway, upstream, tmp_path):
-    log = tmp_path / "usage.jsonl"
-    gw = make_gateway([fake(upstream)], usage_log=str(log))
-    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
-    answer = requests.post(f"{gw.url}/mcp/fake/deep/sub?q=1", headers=AUTH, data=body, timeout=10)
-    requests.delete(f"{gw.url}/mcp/fake", headers=AUTH, timeout=10)
-    requests.get(f"{gw.url}/v1/mcp/servers", headers=AUTH, timeout=10)
-    requests.get(f"{gw.url}/v1/mcp/servers", timeout=10)
-    events = gw.wait_events(4)
-    post = events[0]
-    assert {k: post[k] for k in ("key", "server", "endpoint", "method", "status", "request_bytes",
-                                 "response_bytes")} == {
-        "key": "alice", "server": "fake", "endpoint": "/mcp/fake", "method": "POST", "status": 200,
-        "request_bytes": len(body), "response_bytes": len(answer.content)}
-    assert post["duration_ms"] > 0 and post["time"].endswith("+00:00")
-    assert events[1]["method"] == "DELETE" and events[1]["endpoint"] == "/mcp/fake"
-    assert events[2]["endpoint"] == "/v1/mcp/servers" and events[2]["server"] is None
-    assert events[3]["status"] == 401 and events[3]["key"] is None
-    assert wait_until(lambda: len(log.read_text().splitlines()) == 4)
-    assert [json.loads(line) for line in log.read_text().splitlines()] == events
-
-
-def test_a_failing_usage_callback_does_not_fail_the_request(upstream, caplog):
-    config = GatewayConfig.from_dict({"servers": [fake(upstream)],
-                                      "keys": [{"id": "a", "env": "K", "servers": ["fake"]}]},
-                                     env={"K": "k", "UPSTREAM_TOKEN": "t"})
-
-    def boom(event):
-        raise RuntimeError("callback bug")
-
-    started = []
-    with Relay(config, on_usage=boom) as relay:
-        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/v1/mcp/servers", "HTTP_X_API_KEY": "k",
-                   "wsgi.url_scheme": "http", "HTTP_HOST": "gw"}
-        body = b"".join(relay(environ, lambda status, headers: started.append(status)))
-    assert started == ["200 OK"] and json.loads(body)["data"][0]["name"] == "fake"
-    assert "usage callback failed" in caplog.text
 
 
 def test_the_relay_needs_a_loaded_config():

@@ -54,3 +54,20 @@ def test_the_result_says_why_each_server_was_restarted(tmp_path, monkeypatch):
         moved = hub.reload(McpConfig.load(write(other, {"same": DEMO})))
         assert moved.reasons == {"same": "changed: env (CLAUDE_PROJECT_DIR)", "env": "removed",
                                  "args": "removed", "broken": "removed", "new": "removed"}
+
+
+def test_a_plan_starts_and_stops_nothing_itself():
+    """hub_reload.plan only works out what a reload does; the hub starts and stops."""
+    from raider_sync.client import hub_reload
+    from raider_sync.client.server import McpServer
+
+    old = {spec.name: McpServer(spec) for spec in McpConfig.from_dict(
+        {"mcpServers": {"kept": DEMO, "gone": DEMO}}).servers}
+    new = McpConfig.from_dict({"mcpServers": {"kept": DEMO, "new": DEMO}})
+    plan = hub_reload.plan(old, new, McpServer)
+    assert plan.clients["kept"] is old["kept"] and list(plan.clients) == ["kept", "new"]
+    assert plan.retired == [old["gone"]] and plan.stop_reasons() == {"gone": "removed by a reload"}
+    assert plan.result() == hub_reload.ReloadResult(["kept"], ["new"], ["gone"],
+                                                    {"new": "new", "gone": "removed"})
+    assert [client.status for client in [*old.values(), plan.clients["new"]]] == \
+        ["configured"] * 3
