@@ -1,10 +1,11 @@
 """make bench: every benchmark, raider_sync against the official SDK and FastMCP, in one run.
 
-    python -m bench [--quick] [stdio|callers|sizes|servers|modern|http|shell|gateway|upstream|
-                             telemetry ...]
+    python -m bench [--quick] [--profile] [stdio|callers|sizes|servers|modern|http|shell|gateway|
+                                           upstream|telemetry|ownwork|pinned ...]
 
 No leg named: all of them. ``--quick``: one round where a leg would take several (a smoke
-run of the harness; the figures are noisier).
+run of the harness; the figures are noisier). ``--profile``: the ownwork leg prints where
+the time of a call goes (cProfile, per function and per module).
 """
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ import traceback
 from . import common
 
 PARTS = ["stdio", "callers", "sizes", "servers", "modern", "http", "shell", "gateway", "upstream",
-         "telemetry"]
+         "telemetry", "ownwork", "pinned"]
+FLAGS = {"--quick": "QUICK", "--profile": "PROFILE"}
 
 
 def main(argv: list[str]) -> int:
-    if "--quick" in argv:
-        common.QUICK = True
-        argv = [arg for arg in argv if arg != "--quick"]
+    for flag, setting in FLAGS.items():
+        if flag in argv:
+            setattr(common, setting, True)
+    argv = [arg for arg in argv if arg not in FLAGS]
     unknown = [part for part in argv if part not in PARTS]
     if unknown:
         print(f"unknown leg(s): {', '.join(unknown)}; the legs: {', '.join(PARTS)}",

@@ -23,6 +23,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 SIZED_SERVER = os.path.join(BENCH, "sized_server.py")
 TINY_SERVER = os.path.join(BENCH, "tiny_server.cjs")
 QUICK = False  # python -m bench --quick: one round where a leg would take three
+PROFILE = False  # python -m bench --profile: legs that can say where their time goes do
 
 
 def stdio_servers() -> list[tuple[str, list[str]]]:
@@ -180,15 +181,66 @@ def status_field(name: str) -> int:
     raise KeyError(name)
 
 
-def run_child(module: str, args: list[str], timeout: float = 120.0) -> dict:
+#: ``python -c`` code that runs a bench module (argv: checkout, module, its args) with the
+#: raider_sync of another checkout: that checkout's package is imported first, so that this
+#: checkout's ``bench`` (put ahead of it next) does not bring its own raider_sync along
+_RUN_WITH = ("import runpy, sys; root, module = sys.argv[1:3]; sys.path.insert(0, root); "
+             "import raider_sync; sys.path.insert(0, {bench!r}); "
+             "sys.argv = [module, *sys.argv[3:]]; runpy.run_module(module, run_name='__main__',"
+             " alter_sys=True)")
+
+
+def run_child(module: str, args: list[str], timeout: float = 120.0,
+              raider_root: str | None = None) -> dict:
     """Run ``python -m MODULE ARGS`` in a fresh process (so its peaks are its own) and
-    return the JSON object it prints last. Raises RuntimeError with its stderr if it fails,
-    subprocess.TimeoutExpired (after killing it) if it takes longer than ``timeout`` s."""
-    done = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return the JSON object it prints last; with ``raider_root``, the raider_sync it imports
+    is that checkout's (the benchmark's code stays this one's). Raises RuntimeError with its
+    stderr if it fails, subprocess.TimeoutExpired (after killing it) if it takes longer than
+    ``timeout`` s."""
+    command = [sys.executable, "-m", module, *args]
+    if raider_root is not None:
+        command = [sys.executable, "-c", _RUN_WITH.format(bench=ROOT), raider_root, module,
+                   *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{module} {' '.join(args)} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def code_roots() -> list[tuple[str, str]]:
+    """(label, checkout) of the raider_sync versions a leg compares: this checkout's, and
+    the one named by RAIDER_SYNC_BENCH_OLD (a checkout or worktree of an older commit), if
+    set. A label is the commit's short hash (with " (old)" for the second when both are at
+    the same commit)."""
+    roots = [ROOT]
+    old = os.environ.get("RAIDER_SYNC_BENCH_OLD")
+    if old:
+        if not os.path.isfile(os.path.join(old, "raider_sync", "__init__.py")):
+            raise RuntimeError(f"RAIDER_SYNC_BENCH_OLD={old!r} holds no raider_sync package")
+        roots.append(os.path.abspath(old))
+    labels = [commit_of(root) for root in roots]
+    if len(labels) == 2 and labels[0] == labels[1]:  # the same commit twice: still two columns
+        labels[1] += " (old)"
+    return list(zip(labels, roots, strict=True))
+
+
+def commit_of(root: str) -> str:
+    """The short hash of the commit checked out at ``root`` (``+`` when its raider_sync has
+    changes not committed), or ``?`` when git cannot tell."""
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no",
+                                "--", "raider_sync"],
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return (head or "?") + ("+" if dirty else "")
+
+
+def load_note() -> str:
+    """The load average of the last minute and the cores, to print beside timings."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
 
 
 class LoopThread:
