@@ -75,7 +75,18 @@ MOVED_NAMES: dict[tuple[str, str], str] = {
     **{("raider_sync.transports.base", name): "raider_sync.protocol.messages" for name in (
         "DEFAULT_MAX_MESSAGE_SIZE", "encode_message", "looks_like_jsonrpc", "answers")},
     **{("raider_sync.jsonrpc", name): "raider_sync.protocol.codes" for name in (
-        "INVALID_PARAMS", "REQUEST_CANCELLED")},
+        "INVALID_PARAMS", "REQUEST_CANCELLED", "INVALID_REQUEST")},
+    # imported by the JSON-RPC session before its parts moved to raider_sync.session
+    **{("raider_sync.jsonrpc", name): "raider_sync.protocol.messages" for name in (
+        "error_reply", "is_response", "request_problem", "valid_id")},
+    **{("raider_sync.jsonrpc", name): "raider_sync.errors" for name in (
+        "McpError", "TransportError")},
+    **{("raider_sync.jsonrpc", name): "raider_sync.transports.base" for name in (
+        "RequestFailed", "StreamHealth")},
+    **{("raider_sync.jsonrpc", name): "raider_sync.threads.workers" for name in (
+        "Lane", "Workers")},
+    ("raider_sync.jsonrpc", "Renewal"): "raider_sync.threads.renewal",
+    ("raider_sync.jsonrpc", "timer"): "raider_sync.threads",
     **{("raider_sync.client.eras.modern", name): "raider_sync.protocol.codes" for name in (
         "HEADER_MISMATCH", "MISSING_CAPABILITY")},
 }

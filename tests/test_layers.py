@@ -15,6 +15,7 @@ LAYERS = [
     ("raider_sync.serve",),
     ("raider_sync.client",),
     ("raider_sync.jsonrpc",),
+    ("raider_sync.session",),
     ("raider_sync.transports", "raider_sync.auth"),
     ("raider_sync.threads",),
     ("raider_sync.config",),

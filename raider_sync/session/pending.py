@@ -1,0 +1,193 @@
+"""The requests of one JSON-RPC session that await their answer.
+
+:class:`PendingRequests` maps a request id to its :class:`Pending` entry, whose
+``concurrent.futures.Future`` (a :class:`RequestFuture`) the answer settles. Each request has
+a deadline on the process's one timer thread (:mod:`raider_sync.threads.timer`), which fails
+a request whose deadline passes, after having ``notifications/cancelled`` sent for it, so even
+a future nobody waits on cannot hang. When the session ends, every pending future fails at
+once with what ended it (a :class:`~raider_sync.errors.ConnectionClosed` carrying the stderr
+tail, say). Nothing here blocks but on the table's lock, and nothing is raised: an outcome
+is the future's.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import logging
+import threading
+from concurrent.futures import Future, InvalidStateError
+from typing import Any, Callable
+
+from ..errors import RequestTimeout
+from ..threads import timer
+from ..threads.futures import Deadline
+
+log = logging.getLogger("raider_sync.jsonrpc")
+
+
+class Pending:
+    """One request awaiting its answer: its future and what settling it needs."""
+
+    __slots__ = ("future", "method", "timeout", "timeout_message", "timeout_error",
+                 "cancellable", "on_progress", "transform", "steps", "stepping", "timer",
+                 "awaited")
+
+    def __init__(self, future: Future, method: str, timeout: float,
+                 timeout_message: str | None, timeout_error: type[RequestTimeout],
+                 cancellable: bool, on_progress: Callable | None,
+                 transform: Callable[[Any], Any] | None, awaited: bool = False):
+        self.future = future
+        self.method = method
+        self.timeout = timeout
+        self.timeout_message = timeout_message
+        self.timeout_error = timeout_error
+        self.cancellable = cancellable
+        self.on_progress = on_progress
+        self.transform = transform
+        self.steps: collections.deque = collections.deque()  # progress calls, then the answer
+        self.stepping = False  # a progress worker is running the steps
+        self.timer: timer.Handle | None = None  # the deadline, on the process's timer
+        self.awaited = awaited  # a caller blocks on the future next
+
+
+class RequestFuture(Future):
+    """The future of one request sent by a :class:`~raider_sync.jsonrpc.Session`:
+    ``request_id`` is its id, and a successful :meth:`cancel` drops the request and sends
+    ``notifications/cancelled``."""
+
+    def __init__(self, pending: "PendingRequests", request_id: int):
+        super().__init__()
+        self.request_id = request_id
+        self._pending = pending
+
+    def cancel(self) -> bool:
+        if not super().cancel():
+            return False
+        self._pending.cancelled(self.request_id)
+        return True
+
+
+class PendingRequests:
+    """The pending requests of the session ``name``. ``send_cancelled(request_id, reason)``
+    has the peer told that a request is cancelled (it must not block: it queues the
+    notification); ``on_settle(error)`` is told of every request's outcome (None for an
+    answer) before a waiting caller wakes, and of what :meth:`tell` is given. Thread-safe."""
+
+    def __init__(self, name: str, *, send_cancelled: Callable[[int, str], None],
+                 on_settle: Callable[[BaseException | None], None] | None = None):
+        self.name = name
+        self._send_cancelled = send_cancelled
+        self._on_settle = on_settle
+        self._lock = threading.Lock()
+        #: request id -> its entry (read it under no lock only to look)
+        self.entries: dict[int, Pending] = {}
+        #: what ended the session; once set, no request is added
+        self.closed_error: BaseException | None = None
+
+    def add(self, request_id: int, entry: Pending, deadline: Deadline) -> bool:
+        """Make ``entry`` pending, with its deadline on the timer. False when the session has
+        ended (the entry's future then holds what ended it)."""
+        with self._lock:
+            if self.closed_error is not None:
+                entry.future.set_exception(self.closed_error)
+                return False
+            self.entries[request_id] = entry
+            # under the lock: an answer that comes at once finds the deadline to cancel
+            entry.timer = timer.at(deadline, functools.partial(self.expire, request_id))
+        return True
+
+    def check_out(self, request_id: int, entry: Pending, may_be_alone: bool) -> bool | None:
+        """Before ``request_id`` is sent: None when it is no longer pending (cancelled, timed
+        out or failed before its turn); else whether it is alone, that is ``may_be_alone``
+        and no other pending request has a caller blocking on it."""
+        with self._lock:
+            if request_id not in self.entries:
+                return None
+            return may_be_alone and not any(
+                other.awaited for other in self.entries.values() if other is not entry)
+
+    def waiting(self, request_id: Any) -> bool:
+        """Whether ``request_id`` still awaits its answer (a look, under no lock)."""
+        return request_id in self.entries
+
+    def get(self, request_id: Any) -> Pending | None:
+        """The entry of ``request_id`` (any JSON value), or None."""
+        with self._lock:
+            return self.entries.get(request_id) if _hashable(request_id) else None
+
+    def settle(self, request_id: Any, *, result: Any = None,
+               error: BaseException | None = None) -> None:
+        """Settle ``request_id`` with ``result`` (shaped by its ``transform``) or ``error``;
+        a late answer to a request no longer pending is ignored."""
+        with self._lock:
+            entry = self.entries.pop(request_id, None) if _hashable(request_id) else None
+        if entry is None:
+            return  # late answer to a cancelled or timed-out request: ignored
+        timer.cancel(entry.timer)
+        if error is None and entry.transform is not None:
+            try:
+                result = entry.transform(result)
+            except Exception as exc:  # noqa: BLE001 - the future carries it
+                error = exc
+        self.tell(error)
+        try:
+            if error is not None:
+                entry.future.set_exception(error)
+            else:
+                entry.future.set_result(result)
+        except InvalidStateError:
+            pass
+
+    def cancelled(self, request_id: int) -> None:
+        """The future of ``request_id`` was cancelled: drop the request and tell the peer."""
+        with self._lock:
+            entry = self.entries.pop(request_id, None)
+        if entry is None:
+            return
+        timer.cancel(entry.timer)
+        if entry.cancellable:
+            self._send_cancelled(request_id, "cancelled by the client")
+
+    def expire(self, request_id: int) -> None:
+        """The request's deadline passed (on the timer thread): tell the peer, fail it."""
+        with self._lock:
+            entry = self.entries.pop(request_id, None)
+        if entry is None:
+            return
+        if entry.cancellable:
+            self._send_cancelled(request_id, "timed out")
+        try:
+            entry.future.set_exception(self.timed_out(entry))
+        except InvalidStateError:
+            pass
+
+    def timed_out(self, entry: Pending) -> RequestTimeout:
+        """The error of ``entry`` whose time ran out."""
+        return entry.timeout_error(entry.timeout_message or (
+            f"{entry.method} to {self.name} timed out after {entry.timeout:g} s"))
+
+    def fail_all(self, error: BaseException) -> None:
+        """End the session: every pending request fails with ``error`` (the first error
+        given is :attr:`closed_error`), and none is added from now on."""
+        with self._lock:
+            if self.closed_error is None:
+                self.closed_error = error
+            pending, self.entries = self.entries, {}
+        for entry in pending.values():
+            timer.cancel(entry.timer)
+            try:
+                entry.future.set_exception(error)
+            except InvalidStateError:
+                pass
+
+    def tell(self, error: BaseException | None) -> None:
+        """Tell the owner's ``on_settle`` (a request's outcome, or the server's reach)."""
+        if self._on_settle is not None:
+            try:
+                self._on_settle(error)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: on_settle failed", self.name)
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int, float, type(None)))

@@ -1,0 +1,112 @@
+"""The pending requests of a JSON-RPC session (raider_sync.session.pending), on their own:
+deadlines, settling, cancelling, and the end of the session."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from raider_sync.errors import ConnectionClosed, RequestTimeout, ToolTimeout
+from raider_sync.session.lanes import Lanes
+from raider_sync.session.pending import Pending, PendingRequests, RequestFuture
+from raider_sync.threads.futures import Deadline
+
+WAIT = 5.0
+
+
+def _table(settled=None):
+    cancels: list[tuple[int, str]] = []
+    table = PendingRequests("mem", send_cancelled=lambda rid, why: cancels.append((rid, why)),
+                            on_settle=None if settled is None else settled.append)
+    return table, cancels
+
+
+def _entry(table, request_id, *, seconds=WAIT, cancellable=True, transform=None,
+           awaited=False, timeout_error=RequestTimeout):
+    future = RequestFuture(table, request_id)
+    entry = Pending(future, "tools/call", seconds, None, timeout_error, cancellable, None,
+                    transform, awaited)
+    assert table.add(request_id, entry, Deadline(seconds))
+    return entry
+
+
+def test_an_answer_settles_its_request_once_through_its_transform_and_is_told():
+    settled: list = []
+    table, _ = _table(settled)
+    entry = _entry(table, 1, transform=lambda result: result["n"] + 1)
+    table.settle(1, result={"n": 1})
+    table.settle(1, error=RuntimeError("late"))  # a late answer is ignored
+    assert entry.future.result(0) == 2 and settled == [None]
+    assert not table.waiting(1) and table.get(1) is None
+
+
+def test_a_transform_that_raises_fails_the_future_with_its_error():
+    table, _ = _table()
+    entry = _entry(table, 1, transform=lambda result: result["missing"])
+    table.settle(1, result={})
+    assert isinstance(entry.future.exception(0), KeyError)
+
+
+def test_a_deadline_that_passes_has_the_peer_told_and_fails_with_the_timeout_error():
+    table, cancels = _table()
+    entry = _entry(table, 7, seconds=0.05, timeout_error=ToolTimeout)
+    with pytest.raises(ToolTimeout, match="tools/call to mem timed out after 0.05 s"):
+        entry.future.result(WAIT)
+    assert cancels == [(7, "timed out")]
+    quiet = _entry(table, 8, seconds=0.05, cancellable=False)
+    with pytest.raises(RequestTimeout):
+        quiet.future.result(WAIT)
+    assert cancels == [(7, "timed out")]  # a request that is not cancellable sends none
+
+
+def test_cancelling_the_future_drops_the_request_and_has_the_peer_told():
+    table, cancels = _table()
+    entry = _entry(table, 3)
+    assert entry.future.cancel()
+    assert cancels == [(3, "cancelled by the client")] and not table.waiting(3)
+    table.settle(3, result={})  # the answer that comes anyway finds nothing
+    assert entry.future.cancelled()
+
+
+def test_check_out_says_whether_a_request_is_pending_and_whether_it_is_alone():
+    table, _ = _table()
+    first = _entry(table, 1, awaited=True)
+    second = _entry(table, 2)
+    assert table.check_out(2, second, True) is False  # the first has a caller blocking on it
+    assert table.check_out(1, first, True) is True
+    assert table.check_out(1, first, False) is False
+    table.settle(1, result={})
+    assert table.check_out(1, first, True) is None
+    assert table.check_out(2, second, True) is True
+
+
+def test_the_end_of_the_session_fails_every_request_and_refuses_new_ones():
+    table, _ = _table()
+    entries = [_entry(table, n) for n in (1, 2)]
+    first, second = ConnectionClosed("gone"), ConnectionClosed("later")
+    table.fail_all(first)
+    table.fail_all(second)
+    assert all(entry.future.exception(0) is first for entry in entries)
+    assert table.closed_error is first
+    late = Pending(RequestFuture(table, 3), "ping", WAIT, None, RequestTimeout, True, None, None)
+    assert not table.add(3, late, Deadline(WAIT))
+    assert late.future.exception(0) is first and not table.entries
+
+
+def test_an_on_settle_that_raises_does_not_keep_the_answer_from_its_caller():
+    def broken(error):
+        raise RuntimeError("the owner's bug")
+    table = PendingRequests("mem", send_cancelled=lambda *_: None, on_settle=broken)
+    entry = _entry(table, 1)
+    table.settle(1, result="ok")
+    assert entry.future.result(0) == "ok"
+
+
+def test_work_given_to_lanes_that_are_shut_down_is_dropped_not_raised():
+    lanes = Lanes("mem", 2)
+    ran = threading.Event()
+    lanes.submit(lanes.control, ran.set)
+    assert ran.wait(WAIT)
+    lanes.shutdown(wait=True, finish_received=False)
+    lanes.submit(lanes.control, ran.clear)  # no RuntimeError: the session is closing
+    assert ran.is_set()
