@@ -34,6 +34,7 @@ carries.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from concurrent.futures import Future
@@ -64,7 +65,8 @@ class Session:
     waiting caller wakes, so what they record is seen by the caller who got the error, and
     of what the transport tells of its server's reach (a :class:`StreamHealth`).
     ``observe(method, params, request_id)``, when set, is called for each request before it
-    is sent (it may add to ``params``) and returns a callback for the request's future.
+    is sent (it may add to ``params``) and returns a callback for the request's future, or
+    None when it needs none.
     ``repeatable(message)`` says whether a request whose connection broke after it went out
     (:class:`LostInFlight`) may be sent once more; by default none may.
     ``renew_session(deadline)``, when set, starts a new session in place of one the server
@@ -74,7 +76,7 @@ class Session:
     fails with the SessionExpired.
     """
 
-    observe: Optional[Callable[[str, dict, Any], Callable[[Future], None]]] = None
+    observe: Optional[Callable[[str, dict, Any], Optional[Callable[[Future], None]]]] = None
     repeatable: Callable[[dict], bool] = staticmethod(lambda message: False)
 
     def __init__(self, transport, *, name: str,
@@ -187,7 +189,9 @@ class Session:
         if on_progress is not None:
             params["_meta"] = {**params.get("_meta", {}), "progressToken": request_id}
         if self.observe is not None:  # telemetry: a span, and its context in params._meta
-            future.add_done_callback(self.observe(method, params, request_id))
+            finish = self.observe(method, params, request_id)
+            if finish is not None:
+                future.add_done_callback(finish)
         if deadline is None:
             if timeout is None or isinstance(timeout, Deadline):
                 raise TypeError("request_f needs a timeout in seconds or a deadline=Deadline")
@@ -218,34 +222,17 @@ class Session:
                                          and entry.on_progress is None)
         if alone is None:
             return  # cancelled, timed out or failed before its turn to be sent
-        renewing = self._renewing
-
-        def send() -> None:
-            if not renewing.wait(deadline, renew=True):
-                return  # the deadline passed first: the timer fails the request
-            try:
-                send_once()
-            except SessionExpired as exc:
-                if renewing.here:
-                    raise  # a renewal's own request: the renewal fails with it
-                if renewing.renew(exc, deadline) and self._requests.waiting(request_id):
-                    send_once()  # else the deadline passed first: the timer fails it
-
-        def send_once() -> None:
-            if send_awaited is not None:
-                send_awaited(message, deadline=deadline, answer=entry.future, alone=alone)
-            else:
-                self.transport.send(message, deadline=deadline)
-
+        send = (functools.partial(send_awaited, answer=entry.future, alone=alone)
+                if send_awaited is not None else self.transport.send)
         try:
             try:
-                send()
+                self._send_renewing(request_id, message, deadline, send)
             except LostInFlight as exc:
                 if not self.repeatable(message) or not self._requests.waiting(request_id):
                     raise
                 log.info("%s: %s was lost in flight (%s); sending it once more", self.name,
                          message.get("method"), exc)
-                send()
+                self._send_renewing(request_id, message, deadline, send)
         except AnswerInBody as exc:  # refused with a status: the body may be the answer
             error = error_in_body(exc.body)
             self._dispatch.settle_in_order(request_id, {"error": error_of(error)
@@ -260,6 +247,21 @@ class Session:
         except BaseException as exc:  # noqa: BLE001 - the future carries it
             self._requests.settle(request_id, error=exc if isinstance(exc, RaiderError)
                                   else ConnectionClosed(f"could not send to {self.name}: {exc}"))
+
+    def _send_renewing(self, request_id: int, message: dict, deadline: Deadline,
+                       send: Callable[..., None]) -> None:
+        """``send(message, deadline=deadline)`` after a renewal under way; once more in a new
+        session when the server forgot the one it went in (unless the deadline passed)."""
+        renewing = self._renewing
+        if not renewing.settled and not renewing.wait(deadline, renew=True):
+            return  # the deadline passed first: the timer fails the request
+        try:
+            send(message, deadline=deadline)
+        except SessionExpired as exc:
+            if renewing.here:
+                raise  # a renewal's own request: the renewal fails with it
+            if renewing.renew(exc, deadline) and self._requests.waiting(request_id):
+                send(message, deadline=deadline)  # else the deadline passed: the timer fails it
 
     def request(self, method: str, params: dict | None = None, *,
                 timeout: float | None = None, deadline: Deadline | None = None, **kw) -> Any:

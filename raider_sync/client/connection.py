@@ -239,6 +239,10 @@ class Connection:
         settles (a draining stop waits for it)."""
         if self.status in UP:  # the usual case, read unlocked: a stop meanwhile fails the send
             return self._counted(send, deadline, inline)
+        return self._when_not_up_f(owner, deadline, send, inline, timeout_error, what)
+
+    def _when_not_up_f(self, owner: Any, deadline: Deadline, send: Send, inline: bool,
+                       timeout_error: type[RequestTimeout], what: str) -> Future:
         why = self.maybe_restart(owner) if self.status == "failed" else ""
         with self.lock:
             status, start = self.status, self._start_future
@@ -301,6 +305,10 @@ class Connection:
         """Every request's outcome, before its caller wakes: the status follows it."""
         if generation != self._generation:
             return
+        if error is None:  # the usual outcome: an answer
+            if self.status == "degraded":
+                self.set_status("connected", None, only_from="degraded")  # checked, locked
+            return
         if isinstance(error, ConnectionClosed):  # a write found the server gone
             with self.lock:
                 changed = generation == self._generation and self._crashed(str(error))
@@ -308,7 +316,7 @@ class Connection:
                 self.hooks.status_changed()
         elif isinstance(error, TransportError) and unreachable(error):
             self.degraded(str(error))
-        elif (error is None or isinstance(error, McpError)) and self.status == "degraded":
+        elif isinstance(error, McpError) and self.status == "degraded":
             self.set_status("connected", None, only_from="degraded")  # checked again, locked
 
     def _crashed(self, reason: str) -> bool:

@@ -43,9 +43,15 @@ def limit_content(content: list[dict], is_error: bool = False, *,
     """
     if not isinstance(content, list):
         return content
+    budget = max_output_tokens * CHARS_PER_TOKEN
+    if len(content) == 1:  # the usual result: one block, short
+        block = content[0]
+        if (type(block) is dict and block.get("type") == "text"
+                and type(block.get("text")) is str
+                and len(block["text"]) <= min(budget, ERROR_TEXT_LIMIT)):
+            return [block]
     if any(isinstance(b, dict) and b.get("type") == "image" for b in content):
         return content
-    budget = max_output_tokens * CHARS_PER_TOKEN
     lengths = [len(t) for t in map(_text_of, content) if t is not None]
     long_error = is_error and any(n > ERROR_TEXT_LIMIT for n in lengths)
     if not long_error and sum(lengths) <= budget:

@@ -66,13 +66,16 @@ class InFlight:
     never sent. Thread-safe."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        # a plain lock for the count (taken twice per request), and an event a draining
+        # stop waits on, set by the request that leaves the count at 0 once closed
+        self._lock = threading.Lock()
         self._count = 0
         self._closed: str | None = None
+        self._drained = threading.Event()
 
     def enter(self) -> str | None:
         """Count one request about to be sent; once closed, why not (nothing counted)."""
-        with self._cond:
+        with self._lock:
             if self._closed is not None:
                 return self._closed
             self._count += 1
@@ -80,20 +83,24 @@ class InFlight:
 
     def leave(self, _: Any = None) -> None:
         """A counted request settled (a future's done callback)."""
-        with self._cond:
+        with self._lock:
             self._count -= 1
-            if not self._count:
-                self._cond.notify_all()
+            drained = not self._count and self._closed is not None
+        if drained:
+            self._drained.set()
 
     def close(self, why: str, timeout: float) -> bool:
         """Refuse requests from now on, saying ``why``; block until none counted is left, at
         most ``timeout`` s. True when none is."""
-        with self._cond:
+        with self._lock:
             self._closed = why
-            return self._cond.wait_for(lambda: not self._count, timeout)
+            if not self._count:
+                return True
+            self._drained.clear()
+        return self._drained.wait(timeout)
 
     def reopen(self) -> None:
-        with self._cond:
+        with self._lock:
             self._closed = None
 
 

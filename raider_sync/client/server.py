@@ -504,8 +504,12 @@ class McpServer:
                            f"tools/call answered with {type(result).__name__}, not an object")
         result = ToolResult(strip_private_meta(result), tool=name,
                             output_schema=self._catalog.output_schemas.get(original))
-        if isinstance(result.get("content"), list):
-            result["content"] = self.limit_content(result["content"], bool(result.get("isError")))
+        content = result.get("content")
+        if type(content) is list:
+            result["content"] = limit_content(content, bool(result.get("isError")),
+                                              max_output_tokens=self.max_output_tokens)
+        elif isinstance(content, list):
+            result["content"] = self.limit_content(content, bool(result.get("isError")))
         return result.raise_for_error() if raising else result
 
     def limit_content(self, content: list[dict], is_error: bool = False) -> list[dict]:

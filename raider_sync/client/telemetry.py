@@ -49,7 +49,7 @@ _CONTENT_LIMIT = 8192  # characters of arguments or result kept on a span
 
 log = logging.getLogger("raider_sync.telemetry")
 
-Observer = Callable[[str, dict, Any], Callable[[Future], None]]
+Observer = Callable[[str, dict, Any], Optional[Callable[[Future], None]]]
 
 
 class Telemetry:
@@ -82,12 +82,15 @@ class Telemetry:
     def observer(self, server: Any) -> Observer:
         """The hook a session calls for each request it sends (see :meth:`observe`). A
         failure of the telemetry is logged; it never fails the request."""
-        def observe(method: str, params: dict, request_id: Any) -> Callable[[Future], None]:
+        def observe(method: str, params: dict,
+                    request_id: Any) -> Optional[Callable[[Future], None]]:
             try:
                 finish = self.observe(server, method, params, request_id)
             except Exception:  # noqa: BLE001 - telemetry must not break a request
                 log.exception("telemetry for %s failed", method)
-                return _ignore
+                return None
+            if finish is _ignore:
+                return None  # no span was started: nothing to end when the request is done
 
             def guarded(future: Future) -> None:
                 try:

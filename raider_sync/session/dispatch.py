@@ -59,6 +59,10 @@ class Dispatcher:
 
     def receive(self, message: Any) -> None:
         """Take one message from the transport (called on the transport's reader thread)."""
+        if type(message) is dict and "method" not in message and "result" in message:
+            # the usual message first: an answer
+            self.settle_in_order(message.get("id"), {"result": message["result"]})
+            return
         if isinstance(message, list):
             for item in message:
                 self.receive(item)
@@ -114,13 +118,15 @@ class Dispatcher:
     def settle_in_order(self, request_id: Any, outcome: dict) -> None:
         """Settle ``request_id`` with ``outcome`` (``result=`` or ``error=``), behind the
         progress callbacks of it queued so far."""
-        entry = self._pending.get(request_id)
-        if entry is not None and entry.on_progress is not None:
+        entry = self._pending.take_unless_stepped(request_id)
+        if entry is None:
+            return  # late answer to a cancelled or timed-out request: ignored
+        if entry.on_progress is not None:
             # behind the progress callbacks already queued: a caller sees every step that
             # the server sent before its answer by the time the future is done
             self._step(entry, functools.partial(self._pending.settle, request_id, **outcome))
         else:
-            self._pending.settle(request_id, **outcome)
+            self._pending.settle_taken(entry, **outcome)
 
     # -- the peer's requests -------------------------------------------------------------
 

@@ -103,7 +103,9 @@ class PendingRequests:
         with self._lock:
             if request_id not in self.entries:
                 return None
-            return may_be_alone and not any(
+            if not may_be_alone or len(self.entries) == 1:
+                return may_be_alone  # the usual case: nothing else to look at
+            return not any(
                 other.awaited for other in self.entries.values() if other is not entry)
 
     def waiting(self, request_id: Any) -> bool:
@@ -115,6 +117,18 @@ class PendingRequests:
         with self._lock:
             return self.entries.get(request_id) if _hashable(request_id) else None
 
+    def take_unless_stepped(self, request_id: Any) -> Pending | None:
+        """The entry of ``request_id`` (any JSON value), taken out of the table unless its
+        answer must wait behind progress steps (then it stays, for :meth:`settle`); None
+        when it is not pending. One lock for the usual answer."""
+        if not _hashable(request_id):
+            return None
+        with self._lock:
+            entry = self.entries.get(request_id)
+            if entry is not None and entry.on_progress is None:
+                del self.entries[request_id]
+        return entry
+
     def settle(self, request_id: Any, *, result: Any = None,
                error: BaseException | None = None) -> None:
         """Settle ``request_id`` with ``result`` (shaped by its ``transform``) or ``error``;
@@ -123,6 +137,11 @@ class PendingRequests:
             entry = self.entries.pop(request_id, None) if _hashable(request_id) else None
         if entry is None:
             return  # late answer to a cancelled or timed-out request: ignored
+        self.settle_taken(entry, result=result, error=error)
+
+    def settle_taken(self, entry: Pending, *, result: Any = None,
+                     error: BaseException | None = None) -> None:
+        """Settle ``entry``, already taken out of the table, as :meth:`settle` does."""
         timer.cancel(entry.timer)
         if error is None and entry.transform is not None:
             try:
@@ -190,4 +209,4 @@ class PendingRequests:
 
 
 def _hashable(value: Any) -> bool:
-    return isinstance(value, (str, int, float, type(None)))
+    return type(value) is int or isinstance(value, (str, int, float, type(None)))

@@ -42,6 +42,11 @@ class SessionRenewal:
         """Whether the calling thread is renewing (its request is the renewal's own)."""
         return self._renewal.here
 
+    @property
+    def settled(self) -> bool:
+        """Whether a send may go at once: no renewal under way or failed."""
+        return self._renewal.settled
+
     def wait(self, deadline: Deadline | None, renew: bool = False) -> bool:
         """Wait while another thread renews the session (at most until ``deadline``, else
         RENEW_TIMEOUT s); with ``renew``, renew it first when the last renewal failed. False

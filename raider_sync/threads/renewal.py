@@ -32,6 +32,12 @@ class Renewal:
         self.failed: Any = None
 
     @property
+    def settled(self) -> bool:
+        """Whether nothing is to be waited for: no renewal under way, the last one not
+        failed (a look, under no lock: the usual send's one check)."""
+        return self._renewer is None and self.failed is None
+
+    @property
     def here(self) -> bool:
         """Whether the calling thread is the one renewing."""
         return self._renewer is threading.current_thread()

@@ -78,7 +78,8 @@ class HandshakeEra:
 
     def request_f(self, method: str, params: dict | None, cache: str = "use",
                   **options: Any) -> Future:
-        check_mode(cache)  # the handshake era caches nothing, but a bad mode is an error
+        if cache != "use":
+            check_mode(cache)  # the handshake era caches nothing, but a bad mode is an error
         return self.session.request_f(method, params, **options)
 
     def listen(self, *, tools: bool, prompts: bool, resources: bool, uris: list[str],
