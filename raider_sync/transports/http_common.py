@@ -1,10 +1,12 @@
 """The HTTP plumbing both HTTP transports share.
 
-- :class:`HttpChannel`: one ``requests.Session`` per server (pooled keep-alive connections) whose
-  sockets can all be shut down from another thread, so :meth:`HttpChannel.abort` wakes every
-  thread blocked on a response and ``close()`` can join them; the spec's headers plus those of
+- :class:`HttpChannel`: HTTP exchanges with one server, with the spec's headers plus those of
   ``headers_helper`` (a command printing a JSON object of headers, run at the start and again
-  once when the server answers 401/403); deadline-bounded reads.
+  once when the server answers 401/403) and an OAuth's; deadline-bounded; its sockets can all
+  be shut down from another thread, so :meth:`HttpChannel.abort` wakes every thread blocked on
+  a response and ``close()`` can join them. It owns a ``requests.Session`` of pooled
+  keep-alive connections (:mod:`.http_pool`: when a connection is reused) and a reader of the
+  responses' bodies and event streams (:mod:`.http_bodies`).
 - :meth:`HttpChannel.failure` and :func:`unreachable`: the one place where HTTP statuses and
   ``requests``/``urllib3``/socket errors become raider_sync errors (:class:`TransportError` with
   the status code and a short excerpt of the body; :class:`LostInFlight` for a connection lost
@@ -24,26 +26,22 @@ import logging
 import os
 import re
 import socket
-import ssl
 import subprocess
 import threading
 import time
-from http.client import HTTPException, RemoteDisconnected
-from typing import Iterator, Mapping
+from http.client import RemoteDisconnected
+from typing import Generator, Mapping
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
 from requests.utils import check_header_validity
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.util.retry import Retry
-from urllib3.util.wait import wait_for_read
+from urllib3.connection import HTTPConnection
 
 from ..errors import LostInFlight, TransportError
-from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, MessageTooLong, decode_message
+from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, decode_message
 from ..protocol.sse_events import SseEvent, SseParser
-from .base import too_large
+from .http_bodies import EXCERPT_CHARS, BodyReader, excerpt, short  # noqa: F401 - EXCERPT_CHARS importable from here as before
+from .http_pool import IDLE_REUSE, pooled_session  # noqa: F401 - IDLE_REUSE importable from here as before
 from .statuses import DeadlinePassed, Status, classify
 
 log = logging.getLogger("raider_sync.transports.http")
@@ -54,17 +52,7 @@ CONNECT_TIMEOUT = 10.0
 SEND_TIMEOUT = 30.0
 #: seconds headers_helper may run (Claude Code's bound)
 HELPER_TIMEOUT = 10.0
-#: characters of a body kept in an error
-EXCERPT_CHARS = 300
-_READ_SIZE = 65536
 _TEMPLATES = 16  # prepared requests kept per server, by method and URL
-_LAST_CHUNK = b"0\r\n\r\n"  # the last chunk of a chunked body, without trailers
-#: kept-alive connections per server: one per concurrent caller up to this many (a caller
-#: beyond it opens a connection that is closed after its exchange)
-_POOL_SIZE = 128
-#: seconds a kept-alive connection may idle and still be reused (see _FreshAfterIdle): below
-#: the shortest keep-alive timeout of the common servers (gunicorn gthread 2 s, Node 5 s)
-IDLE_REUSE = 1.5
 #: methods a server may be asked twice for the effect of once (RFC 9110, 9.2.2): the only
 #: ones sent again after a kept-alive connection broke under them
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
@@ -89,14 +77,14 @@ def unreachable(exc: BaseException, url: str) -> TransportError:
                else "reset" if isinstance(inner, ConnectionResetError) else "lost")
         return LostInFlight(f"{url}: the connection was {how} during the request; the server "
                             f"may have received it, so its outcome is unknown "
-                            f"({_short(str(inner) or type(inner).__name__)})")
+                            f"({short(str(inner) or type(inner).__name__)})")
     elif isinstance(exc, requests.exceptions.ConnectionError):
         reason = exc.args[0] if exc.args else exc
         reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the cause
         text = re.sub(r"^\w+\(host=[^)]*\): ", "", str(reason))  # urllib3 names its connection
-        what = f"cannot connect: {_short(text)}"
+        what = f"cannot connect: {short(text)}"
     else:
-        what = _short(f"{type(exc).__name__}: {exc}")
+        what = short(f"{type(exc).__name__}: {exc}")
     return TransportError(f"{url}: {what}")
 
 
@@ -112,16 +100,6 @@ def _lost_in_flight(exc: BaseException) -> bool:
     return isinstance(cause, urllib3.exceptions.ProtocolError)
 
 
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """``text`` on one line, at most ``limit`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _short(text: str) -> str:
-    return excerpt(text, 200)
-
-
 def _names_authorization(headers: Mapping[str, str]) -> bool:
     return any(name.lower() == "authorization" for name in headers)
 
@@ -131,7 +109,8 @@ def media_type(response: requests.Response) -> str:
 
 
 class HttpChannel:
-    """HTTP exchanges with one server: pooled connections, headers, deadlines, abort.
+    """HTTP exchanges with one server: pooled connections, headers, deadlines, abort; the
+    bodies of the answers read through its :class:`~.http_bodies.BodyReader` (``bodies``).
 
     ``headers`` are sent on every request; ``headers_helper`` is run by :meth:`open` (and again
     after a 401/403) with ``env`` plus CLAUDE_CODE_MCP_SERVER_NAME/URL, its JSON object of
@@ -158,23 +137,10 @@ class HttpChannel:
         self._sockets_lock = threading.Condition()  # also guards aborted and _in_flight
         self._in_flight = 0
         self.aborted = False
-        self.http = requests.Session()
-        # The environment's proxies and CA bundle, read once: requests would scan the whole
-        # environment (and stat ~/.netrc) on every request, a tenth of a call's time.
-        self.http.trust_env = False
-        self.http.proxies = requests.utils.get_environ_proxies(url)
-        self.http.verify = (os.environ.get("REQUESTS_CA_BUNDLE")
-                            or os.environ.get("CURL_CA_BUNDLE") or True)
-        # no retries of urllib3's own (requests' default too, said here because it matters):
         # whether a request is sent again is decided in _send_now alone
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=_POOL_SIZE,
-                              max_retries=Retry(total=0, read=False))
-        adapter.poolmanager.pool_classes_by_scheme = _tracking_pools(self)
-        self.http.mount("http://", adapter)
-        self.http.mount("https://", adapter)
-        self._settings = {"proxies": self.http.proxies, "verify": self.http.verify,
-                          "cert": self.http.cert}
+        self.http = pooled_session(url, self._track)
         self._templates: dict[tuple[str, str], requests.PreparedRequest] = {}
+        self.bodies = BodyReader(url, name, max_message_size, lambda: self.aborted)
 
     # -- headers ---------------------------------------------------------------------------
 
@@ -182,7 +148,7 @@ class HttpChannel:
         """Run ``headers_helper`` if there is one (blocks up to ``timeout`` s, at most 10).
         Raises TransportError when it fails."""
         if self.headers_helper:
-            self._helper_headers = self._run_helper(timeout)
+            self._helper_headers = self._run_helper(self.headers_helper, timeout)
 
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The headers of one request: the spec's, the helper's, then ``extra``."""
@@ -191,13 +157,13 @@ class HttpChannel:
             merged.update(extra)
         return merged
 
-    def _run_helper(self, timeout: float | None) -> dict[str, str]:
+    def _run_helper(self, command: str, timeout: float | None) -> dict[str, str]:
         bound = HELPER_TIMEOUT if timeout is None else max(0.1, min(timeout, HELPER_TIMEOUT))
         env = {**self.env, "CLAUDE_CODE_MCP_SERVER_NAME": self.name,
                "CLAUDE_CODE_MCP_SERVER_URL": self.url}
         what = f"headersHelper of {self.name!r}"
         try:
-            done = subprocess.run(self.headers_helper, shell=True, env=env, capture_output=True,
+            done = subprocess.run(command, shell=True, env=env, capture_output=True,
                                   stdin=subprocess.DEVNULL, timeout=bound, check=False,
                                   cwd=env.get("CLAUDE_PROJECT_DIR") if os.path.isdir(
                                       env.get("CLAUDE_PROJECT_DIR", "")) else None)
@@ -220,12 +186,13 @@ class HttpChannel:
     def reauthorize(self, generation: int, timeout: float | None) -> bool:
         """After a 401/403 answered to a request sent with headers of ``generation``: run the
         helper again (once, however many requests saw it) and say whether to retry."""
-        if not self.headers_helper:
+        command = self.headers_helper
+        if not command:
             return False
         with self._auth_lock:
             if self._auth_generation == generation:
                 try:
-                    self._helper_headers = self._run_helper(timeout)
+                    self._helper_headers = self._run_helper(command, timeout)
                 except TransportError as exc:
                     log.warning("%s: %s", self.name, exc)
                     return False
@@ -302,8 +269,10 @@ class HttpChannel:
                     return self.http.request(method, url, data=data, headers=headers,
                                              timeout=timeout, stream=True,
                                              allow_redirects=False)
+                # the settings requests would merge from the environment, read once
                 return self.http.send(prepared, timeout=timeout, stream=True,
-                                      allow_redirects=False, **self._settings)
+                                      allow_redirects=False, proxies=self.http.proxies,
+                                      verify=self.http.verify, cert=self.http.cert)
             except requests.exceptions.RequestException as exc:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise DeadlinePassed(f"{url}: no answer before the deadline") from exc
@@ -329,7 +298,9 @@ class HttpChannel:
         prepared = requests.PreparedRequest()
         prepared.method, prepared.url, prepared.hooks = template.method, template.url, \
             template.hooks
-        prepared._cookies = template._cookies
+        # requests keeps a request's cookie jar in this private attribute (prepare_cookies
+        # sets it; there is no public way to copy it), which its stubs do not declare
+        prepared._cookies = template._cookies  # type: ignore[attr-defined]
         merged = template.headers.copy()
         for item in headers.items():
             check_header_validity(item)
@@ -365,135 +336,41 @@ class HttpChannel:
         return _names_authorization(self.headers()) and (
             self.auth is None or self.auth.automatic)
 
+    # -- bodies (the BodyReader's) -------------------------------------------------------
+
     def read_excerpt(self, response: requests.Response, limit: int = 4096) -> str:
-        """The first ``limit`` bytes of the body, decoded, on one line; closes the response."""
-        try:
-            raw = response.raw.read(limit, decode_content=True) or b""
-        except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError):
-            raw = b""
-        finally:
-            response.close()
-        return excerpt(raw.decode("utf-8", "replace"))
+        """See :meth:`BodyReader.read_excerpt`."""
+        return self.bodies.read_excerpt(response, limit)
 
     def read_body(self, response: requests.Response, deadline: float | None) -> bytes:
-        """The whole body, each read bounded by ``deadline``. Raises TransportError, also for
-        a body over ``max_message_size`` bytes (of which no more is read)."""
-        limit = self.max_message_size
-        length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > limit:
-            response.close()
-            raise self.too_large("an answer")
-        parts: list[bytes] = []
-        size = 0
-        chunks = self.chunks(response, deadline, strict=True)
-        try:
-            for chunk in chunks:
-                size += len(chunk)
-                if size > limit:
-                    raise self.too_large("an answer")
-                parts.append(chunk)
-        finally:
-            chunks.close()
-        return b"".join(parts)
+        """See :meth:`BodyReader.read_body`."""
+        return self.bodies.read_body(response, deadline)
 
     def too_large(self, what: str) -> TransportError:
-        """The error of a received ``what`` over ``max_message_size``."""
-        return TransportError(too_large(self.name, what, self.max_message_size))
+        """See :meth:`BodyReader.too_large`."""
+        return self.bodies.too_large(what)
 
     def parser(self, last_event_id: str | None = None) -> SseParser:
-        """An event-stream parser bounded by ``max_message_size``."""
-        return SseParser(last_event_id, max_size=self.max_message_size)
+        """See :meth:`BodyReader.parser`."""
+        return self.bodies.parser(last_event_id)
 
-    def chunks(self, response: requests.Response, deadline: float | None,
-               strict: bool = False, idle_timeout: float | None = None) -> Iterator[bytes]:
-        """The body as it arrives. Every read is bounded by ``deadline`` (the socket timeout is
-        lowered as it nears), or, without one, by ``idle_timeout`` s of silence. A broken
-        connection ends the iteration, and so does a passed deadline (``strict``: they raise
-        TransportError and DeadlinePassed). Closes the response at the end."""
-        raw = response.raw
-        sock = _socket_of(raw)
-        if idle_timeout is not None and sock is not None:
-            sock.settimeout(idle_timeout)
-        try:
-            while True:
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        if strict:
-                            raise DeadlinePassed(f"{self.url}: the deadline passed while "
-                                                 f"reading the answer")
-                        return
-                    if sock is not None and (sock.gettimeout() or 1e9) > left + 0.05:
-                        sock.settimeout(left)
-                try:
-                    data = raw.read1(_READ_SIZE)
-                except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError,
-                        AttributeError) as exc:
-                    # AttributeError: urllib3 reading a response closed under it by abort()
-                    if strict and deadline is not None and time.monotonic() >= deadline:
-                        raise DeadlinePassed(f"{self.url}: the deadline passed while reading "
-                                             f"the answer") from exc
-                    if strict and not self.aborted:
-                        raise TransportError(f"{self.url}: the connection broke while reading "
-                                             f"the answer: {_short(str(exc))}") from exc
-                    log.debug("%s: stream ended: %s", self.name, exc)
-                    return
-                if not data:
-                    return
-                yield data
-        finally:
-            response.close()
+    def chunks(self, response: requests.Response, deadline: float | None, strict: bool = False,
+               idle_timeout: float | None = None) -> Generator[bytes, None, None]:
+        """See :meth:`BodyReader.chunks`."""
+        return self.bodies.chunks(response, deadline, strict, idle_timeout)
 
-    def events(self, response: requests.Response, parser: SseParser,
-               deadline: float | None, idle_timeout: float | None = None) -> Iterator[SseEvent]:
-        """The events of an event-stream response (see :meth:`chunks`). Raises
-        TransportError for a line or event over the parser's size limit (the response is
-        closed)."""
-        chunks = self.chunks(response, deadline, idle_timeout=idle_timeout)
-        try:
-            for chunk in chunks:
-                try:
-                    events = parser.feed(chunk)
-                except MessageTooLong:
-                    raise self.too_large("an event") from None
-                yield from events
-        finally:
-            chunks.close()
+    def events(self, response: requests.Response, parser: SseParser, deadline: float | None,
+               idle_timeout: float | None = None) -> Generator[SseEvent, None, None]:
+        """See :meth:`BodyReader.events`."""
+        return self.bodies.events(response, parser, deadline, idle_timeout)
 
     def drain(self, response: requests.Response, seconds: float) -> None:
-        """Read what is left of a body for up to ``seconds``, so that its connection can be
-        reused; a body still going after that is dropped with its connection."""
-        for _ in self.chunks(response, time.monotonic() + seconds):
-            pass
+        """See :meth:`BodyReader.drain`."""
+        self.bodies.drain(response, seconds)
 
     def finish(self, response: requests.Response, wait: float) -> bool:
-        """Read a body to its end when nothing but its end is left to come and the end
-        comes within ``wait`` s (0: only when it is already here), so that the connection
-        goes back to the pool: True then. False, with the response left as it was, when
-        other bytes come first, when the end does not come in time, or when that cannot be
-        told (the caller drains it elsewhere)."""
-        raw = response.raw
-        sock = _socket_of(raw)
-        deadline = time.monotonic() + wait
-        seen = -1
-        try:
-            while True:
-                ahead = _ahead(raw)
-                if ahead is True:
-                    while raw.read1(_READ_SIZE):
-                        pass
-                    return True
-                left = deadline - time.monotonic()
-                if ahead is None or len(ahead) == seen or sock is None or left <= 0:
-                    return False  # other bytes, or nothing new although readable (closed)
-                seen = len(ahead)
-                if not wait_for_read(sock, left):
-                    return False
-        except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError,
-                AttributeError) as exc:
-            log.debug("%s: stream ended: %s", self.name, exc)
-            response.close()
-        return True
+        """See :meth:`BodyReader.finish`."""
+        return self.bodies.finish(response, wait)
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -548,98 +425,3 @@ def _shut(connection: HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-def _ahead(raw) -> bool | bytes | None:
-    """What is left of ``raw`` (a urllib3 response), looked at without blocking: True when
-    the rest up to the body's end is here (a body read to its length, or a chunked body's
-    last chunk, ``0`` and the empty line, buffered or in the socket); the bytes here when
-    they are the start of that end (none, or part of it); None when other bytes are there
-    or when that cannot be told."""
-    fp = getattr(raw, "_fp", None)  # http.client's response
-    buffered = getattr(fp, "fp", None)
-    if buffered is None:
-        return True  # read to its end and closed
-    if getattr(raw, "_decoded_buffer", None) or not getattr(fp, "chunked", False):
-        return True if getattr(fp, "length", None) == 0 else None
-    sock = _socket_of(raw)
-    if fp.chunk_left or sock is None:  # the chunk under way has bytes left
-        return None
-    timeout = sock.gettimeout()
-    sock.settimeout(0.0)  # peek gives what is buffered, else what one read finds, else b""
-    try:
-        ahead = _peek(buffered)
-        if fp.chunk_left == 0:  # the CRLF closing the chunk read last comes first
-            if ahead[:2] != b"\r\n":
-                return ahead if b"\r\n".startswith(ahead) else None
-            # consumed as http.client would before the next chunk's size, so that what
-            # follows it can be looked at too
-            buffered.read(2)
-            fp.chunk_left = None
-            ahead = ahead[2:] or _peek(buffered)
-    except (OSError, ValueError):  # a socket shut meanwhile
-        return None
-    finally:
-        sock.settimeout(timeout)
-    if ahead.startswith(_LAST_CHUNK):
-        return True
-    return ahead if _LAST_CHUNK.startswith(ahead) else None
-
-
-def _peek(buffered) -> bytes:
-    """The bytes buffered, else those one non-blocking read finds (none when it would wait)."""
-    try:
-        return buffered.peek(len(_LAST_CHUNK))
-    except ssl.SSLWantReadError:  # a TLS record not whole yet
-        return b""
-
-
-def _socket_of(raw) -> socket.socket | None:
-    connection = getattr(raw, "connection", None)
-    return getattr(connection, "sock", None)
-
-
-class _FreshAfterIdle:
-    """A pool that does not reuse a connection idle for longer than :data:`IDLE_REUSE`: it
-    is closed, and opened again for the request. A server ends an idle keep-alive connection
-    after its own timeout (Node and uvicorn 5 s, gunicorn's gthread 2 s), and a request
-    written in the instant it does so is lost in flight with an unknown outcome; a request
-    that may not be sent twice (a tools/call) would fail. Past the bound a fresh connection
-    costs a connect, where a lost call costs the call."""
-
-    def _put_conn(self, conn) -> None:
-        if conn is not None:
-            conn.idle_since = time.monotonic()
-        super()._put_conn(conn)  # type: ignore[misc]
-
-    def _get_conn(self, timeout=None):
-        conn = super()._get_conn(timeout)  # type: ignore[misc]
-        idle_since = getattr(conn, "idle_since", None)
-        if idle_since is not None and time.monotonic() - idle_since > IDLE_REUSE:
-            conn.close()  # urllib3 connects a closed connection again when it is used
-        return conn
-
-
-def _tracking_pools(channel: HttpChannel) -> dict[str, type]:
-    """Pool classes whose connections register their sockets with ``channel`` (for abort)."""
-
-    def track(base):
-        class Tracked(base):
-            def connect(self):
-                super().connect()
-                channel._track(self, True)
-
-            def close(self):
-                channel._track(self, False)
-                super().close()
-        Tracked.__name__ = Tracked.__qualname__ = base.__name__
-        return Tracked
-
-    class Pool(_FreshAfterIdle, HTTPConnectionPool):
-        ConnectionCls = track(HTTPConnection)
-
-    class SecurePool(_FreshAfterIdle, HTTPSConnectionPool):
-        ConnectionCls = track(HTTPSConnection)
-
-    return {"http": Pool, "https": SecurePool}
-

@@ -439,11 +439,11 @@ def test_a_connection_idle_past_the_bound_is_not_reused(fake, connect, monkeypat
     """A server ends an idle keep-alive connection at its own timeout, and a call written in
     that instant is lost with an unknown outcome: past IDLE_REUSE a pooled connection is
     opened afresh instead of reused (the bound moved to either side of the idle time)."""
-    from raider_sync.transports import http_common
+    from raider_sync.transports import http_pool
     server = fake(answer="json")
     client = connect(server)
     assert text(client.call_tool("echo", {"n": 1}, timeout=10)) == "echo: {'n': 1}"
-    monkeypatch.setattr(http_common, "IDLE_REUSE", idle_reuse)
+    monkeypatch.setattr(http_pool, "IDLE_REUSE", idle_reuse)
     opened = server.connections
     assert text(client.call_tool("echo", {"n": 2}, timeout=10)) == "echo: {'n': 2}"
     assert (server.connections > opened) == fresh

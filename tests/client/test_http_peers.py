@@ -226,7 +226,7 @@ def test_a_blocking_call_answers_server_requests_and_sees_progress_on_its_stream
 
 
 def _listening(srv: McpServer) -> bool:
-    return srv._transport is not None and srv._transport._get_stream is not None
+    return srv._transport is not None and srv._transport._listen.stream is not None
 
 
 def test_a_server_gone_makes_the_get_stream_say_degraded_at_once_and_connected_when_back():

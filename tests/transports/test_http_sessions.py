@@ -112,7 +112,7 @@ def test_the_get_stream_reports_its_session_gone_and_opens_again_in_the_next(fak
     initialize(transport, delivered, 2)
     transport.negotiated("2025-11-25", WAIT)
     poll(lambda: "s2" in _got_in(server), WAIT, "a GET in the new session")
-    poll(lambda: transport._get_stream is not None, WAIT, "the GET stream open")
+    poll(lambda: transport._listen.stream is not None, WAIT, "the GET stream open")
     assert _got_in(server)[0] == "s1" and None not in _got_in(server)
 
 
@@ -137,17 +137,17 @@ def test_abandon_shuts_the_answers_stream_in_the_stateless_revision_only(fake, c
         initialize(transport, delivered, 1)
     transport.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                     "params": {"name": "endless", "arguments": {}}})
-    poll(lambda: 7 in transport._answer_streams, WAIT, "the answer's stream read")
+    poll(lambda: 7 in transport._answers.streams, WAIT, "the answer's stream read")
     transport.abandon(7)
     transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                     "params": {"requestId": 7}})
     if era == "stateless":
-        assert 7 not in transport._answer_streams  # shut: that revision's cancel
+        assert 7 not in transport._answers.streams  # shut: that revision's cancel
         assert "notifications/cancelled" not in server.methods()  # no notifications at all
         # the reader let go of the stream; whatever it reports of it concerns request 7 only
         while not delivered.empty():
             item = delivered.get_nowait()
             assert not isinstance(item, RequestFailed) or item.request_id == 7
     else:
-        assert 7 in transport._answer_streams  # still read: the cancellation is a message
+        assert 7 in transport._answers.streams  # still read: the cancellation is a message
         assert server.methods().count("notifications/cancelled") == 1
