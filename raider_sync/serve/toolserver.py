@@ -37,8 +37,15 @@ from ..errors import McpError, RaiderError
 from ..protocol.codes import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..threads.futures import failed, resolved, then, wait_bounded
 from ..threads.timeouts import seconds
-from .registry import (PROGRESS_PARAM, LocalPrompt, LocalResource,  # noqa: F401 - importable from here as before
-                       LocalTool, Registry, local_prompt, local_tool)
+from .registry import (  # noqa: F401 - importable from here as before
+    PROGRESS_PARAM,
+    LocalPrompt,
+    LocalResource,
+    LocalTool,
+    Registry,
+    local_prompt,
+    local_tool,
+)
 from .tool_calls import ToolCalls, check_schema, describe_validation, error_result  # noqa: F401 - importable from here as before
 
 log = logging.getLogger("raider_sync.toolserver")

@@ -7,8 +7,7 @@ from pydantic import BaseModel
 
 from raider_sync.errors import McpError
 from raider_sync.protocol.codes import INVALID_PARAMS
-from raider_sync.serve.registry import (LocalResource, Registry, local_prompt,
-                                        local_tool)
+from raider_sync.serve.registry import LocalResource, Registry, local_prompt, local_tool
 
 
 class Point(BaseModel):
