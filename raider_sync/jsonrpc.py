@@ -41,12 +41,16 @@ from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
 from . import _moved
-from .errors import (AnswerInBody, ConnectionClosed, LostInFlight, RaiderError, RequestTimeout,
-                     SessionExpired)
+from .errors import AnswerInBody, ConnectionClosed, LostInFlight, RaiderError, RequestTimeout, SessionExpired
 from .protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND  # noqa: F401 - importable from here as before
 from .protocol.messages import error_in_body, error_of
-from .session.dispatch import (Dispatcher, MethodNotFound,  # noqa: F401 - importable from here as before
-                               NotificationHandler, ProgressCallback, RequestHandler)
+from .session.dispatch import (  # noqa: F401 - importable from here as before
+    Dispatcher,
+    MethodNotFound,
+    NotificationHandler,
+    ProgressCallback,
+    RequestHandler,
+)
 from .session.lanes import PROGRESS_WORKERS, SEND_WORKERS, Lanes  # noqa: F401 - importable from here as before
 from .session.pending import Pending, PendingRequests, RequestFuture
 from .session.renewing import RENEW_TIMEOUT, SessionRenewal

@@ -7,14 +7,20 @@ import time
 from concurrent.futures import CancelledError
 
 import pytest
-from conftest import poll
 
-from raider_sync.errors import (AnswerInBody, ConnectionClosed, McpError, RequestTimeout,
-                                ToolTimeout, TransportError)
+from raider_sync.errors import (
+    AnswerInBody,
+    ConnectionClosed,
+    McpError,
+    RequestTimeout,
+    ToolTimeout,
+    TransportError,
+)
 from raider_sync.jsonrpc import MethodNotFound, Session
 from raider_sync.protocol.codes import HEADER_MISMATCH
 from raider_sync.transports.base import RequestFailed
 
+from conftest import poll
 from fakes.memory_transport import MemoryTransport, make
 
 WAIT = 5.0

@@ -50,11 +50,15 @@ from ..errors import ConnectionClosed, TransportError
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_notification, request_id_of
 from ..threads.futures import Deadline
 from .base import Closed, Deliver, Transport
-from .http_answers import (DRAIN_SECONDS, END_MISSES, MAX_RESUMES,  # noqa: F401 - importable from here as before
-                           RECONNECT_DELAY, Answers)
+from .http_answers import DRAIN_SECONDS, END_MISSES, MAX_RESUMES, RECONNECT_DELAY, Answers  # noqa: F401 - importable from here as before
 from .http_common import HttpChannel
-from .http_listen import (LISTEN_READ_TIMEOUT, LISTEN_READY_TIMEOUT,  # noqa: F401 - importable from here as before
-                          MAX_RECONNECT_DELAY, RENEW_TIMEOUT, GetStream)
+from .http_listen import (  # noqa: F401 - importable from here as before
+    LISTEN_READ_TIMEOUT,
+    LISTEN_READY_TIMEOUT,
+    MAX_RECONNECT_DELAY,
+    RENEW_TIMEOUT,
+    GetStream,
+)
 from .http_session import SessionHeaders
 from .statuses import DeadlinePassed
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 import requests
-from fakes.http_fault_server import fault_servers
 
 from raider_sync.errors import ConnectionClosed
 from raider_sync.transports.http import StreamableHttpTransport
 from raider_sync.transports.http_common import HttpChannel
 from raider_sync.transports.http_pool import pooled_session
 from raider_sync.transports.http_session import SessionHeaders
+
+from fakes.http_fault_server import fault_servers
 
 WAIT = 10.0
 

@@ -1,0 +1,179 @@
+"""What a :class:`~raider_sync.serve.toolserver.ToolServer` offers: tools, resources, prompts.
+
+:class:`Registry` holds them by name (a resource by URI). A tool is registered with its MCP
+definition, the input schema made from a pydantic model, a JSON schema or the handler's
+signature (:func:`local_tool`); a resource and a prompt know how they are read and rendered
+(:meth:`LocalResource.contents`, :meth:`LocalPrompt.get`), raising McpError with the MCP code
+for what the client got wrong. Registering never blocks and is thread-safe; the owner is told
+when the tools change. Calling a tool is :mod:`.tool_calls`'.
+"""
+from __future__ import annotations
+
+import base64
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from pydantic import BaseModel, create_model
+
+from ..config import normalize_name
+from ..errors import McpError
+from ..protocol.codes import INVALID_PARAMS
+
+#: a handler parameter of this name is not an argument: it receives a progress reporter
+PROGRESS_PARAM = "progress"
+
+
+@dataclass
+class LocalTool:
+    """One registered tool: its MCP definition and how to call its handler."""
+    name: str
+    description: str
+    input_schema: dict
+    handler: Callable[..., Any]
+    model: Optional[type[BaseModel]] = None  # validates and builds the handler's argument(s)
+    pass_model: bool = False                  # handler(model) rather than handler(**fields)
+    annotations: Optional[dict] = None
+
+    @property
+    def wants_progress(self) -> bool:
+        """The handler takes a ``progress(progress, total=None, message=None)`` reporter."""
+        try:
+            return PROGRESS_PARAM in inspect.signature(self.handler).parameters
+        except (TypeError, ValueError):
+            return False
+
+    def definition(self) -> dict:
+        tool = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        if self.annotations:
+            tool["annotations"] = dict(self.annotations)
+        return tool
+
+
+@dataclass
+class LocalResource:
+    uri: str
+    name: str
+    read: Callable[[], Any]
+    mime_type: Optional[str] = None
+    description: Optional[str] = None
+
+    def definition(self) -> dict:
+        item = {"uri": self.uri, "name": self.name}
+        if self.mime_type:
+            item["mimeType"] = self.mime_type
+        if self.description:
+            item["description"] = self.description
+        return item
+
+    def contents(self) -> list[dict]:
+        """``[{uri, mimeType, text | blob}]``: what ``read()`` returns (it may block or
+        raise), bytes as a base64 blob."""
+        value = self.read()
+        item: dict[str, Any] = {"uri": self.uri}
+        if self.mime_type:
+            item["mimeType"] = self.mime_type
+        if isinstance(value, (bytes, bytearray)):
+            item["blob"] = base64.b64encode(bytes(value)).decode("ascii")
+        else:
+            item["text"] = str(value)
+        return [item]
+
+
+@dataclass
+class LocalPrompt:
+    name: str
+    render: Callable[..., Any]
+    description: str = ""
+    arguments: list = field(default_factory=list)
+
+    def definition(self) -> dict:
+        return {"name": self.name, "description": self.description, "arguments": list(self.arguments)}
+
+    def get(self, arguments: dict | None) -> dict:
+        """The prompt rendered with ``arguments``: ``{description, messages}``. Raises
+        McpError -32602 when ``render`` does not take them."""
+        try:
+            value = self.render(**(arguments or {}))
+        except TypeError as exc:
+            raise McpError(INVALID_PARAMS, f"Invalid arguments for prompt {self.name}: {exc}") from None
+        if isinstance(value, str):
+            value = [{"role": "user", "content": {"type": "text", "text": value}}]
+        return {"description": self.description, "messages": list(value)}
+
+
+class Registry:
+    """The tools, resources and prompts of one tool server; ``tools_changed()`` is called
+    after a tool is added or removed (not under a lock)."""
+
+    def __init__(self, tools_changed: Callable[[], None]):
+        self._tools_changed = tools_changed
+        self._lock = threading.Lock()
+        self.tools: dict[str, LocalTool] = {}
+        self.resources: dict[str, LocalResource] = {}
+        self.prompts: dict[str, LocalPrompt] = {}
+
+    def add_tool(self, tool: LocalTool) -> None:
+        """Register (or replace) ``tool``."""
+        with self._lock:
+            self.tools[tool.name] = tool
+        self._tools_changed()
+
+    def remove_tool(self, name: str) -> None:
+        with self._lock:
+            removed = self.tools.pop(name, None)
+        if removed is not None:
+            self._tools_changed()
+
+    def add_resource(self, resource: LocalResource) -> None:
+        self.resources[resource.uri] = resource
+
+    def add_prompt(self, prompt: LocalPrompt) -> None:
+        self.prompts[prompt.name] = prompt
+
+
+def local_tool(name: str, handler: Callable, *, description: str | None = None,
+               input_model: type[BaseModel] | None = None, input_schema: dict | None = None,
+               annotations: dict | None = None) -> LocalTool:
+    """The tool ``name`` of ``handler`` (see :meth:`ToolServer.add_tool
+    <raider_sync.ToolServer.add_tool>` for where its input schema comes from)."""
+    description = description if description is not None else inspect.getdoc(handler) or ""
+    if input_model is not None:
+        return LocalTool(name, description, _schema_of(input_model), handler, input_model,
+                         pass_model=True, annotations=annotations)
+    if input_schema is not None:
+        return LocalTool(name, description, dict(input_schema), handler, None,
+                         annotations=annotations)
+    model = _model_from_signature(name, handler)
+    return LocalTool(name, description, _schema_of(model), handler, model,
+                     annotations=annotations)
+
+
+def local_prompt(name: str, render: Callable[..., Any], description: str | None) -> LocalPrompt:
+    """The prompt ``name`` of ``render``; its arguments are ``render``'s parameters."""
+    params = inspect.signature(render).parameters.values()
+    arguments = [{"name": p.name, "required": p.default is inspect.Parameter.empty}
+                 for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return LocalPrompt(name, render, description or inspect.getdoc(render) or "", arguments)
+
+
+def _model_from_signature(name: str, fn: Callable) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name == PROGRESS_PARAM:
+            continue
+        annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    return create_model(f"{normalize_name(name)}_arguments", **fields)
+
+
+def _schema_of(model: type[BaseModel]) -> dict:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema
