@@ -28,9 +28,9 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
-import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor

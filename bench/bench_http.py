@@ -31,16 +31,15 @@ import threading
 import time
 
 import requests
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 from fastmcp import Client as FastMcpClient
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from raider_sync import McpConfig, McpServer
 
-from .common import (SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table,
-                     timed)
+from .common import SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table, timed
 
 WARMUP = 50
 CALLS = 150

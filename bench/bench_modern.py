@@ -12,8 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from raider_sync import McpConfig, McpServer
 
-from .common import (SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process,
-                     table, timed)
+from .common import SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table, timed
 
 CALLS = 400
 WARMUP = 50

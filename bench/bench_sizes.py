@@ -16,8 +16,19 @@ import json
 import sys
 import time
 
-from .common import (SIZED_SERVER, mb, measure_rows, ms, p50, peak_rss, ratio, rotated, rounds,
-                     run_child, table)
+from .common import (
+    SIZED_SERVER,
+    mb,
+    measure_rows,
+    ms,
+    p50,
+    peak_rss,
+    ratio,
+    rotated,
+    rounds,
+    run_child,
+    table,
+)
 
 SIZES = {"1 KB": 1024, "100 KB": 100 * 1024, "1 MB": 2**20, "10 MB": 10 * 2**20}
 CALLS = {1024: 100, 100 * 1024: 30, 2**20: 10, 10 * 2**20: 3}

@@ -24,8 +24,7 @@ from typing import Iterator, Optional
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import (ConnectTimeoutError, NewConnectionError, ProtocolError,
-                                ReadTimeoutError)
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ProtocolError, ReadTimeoutError
 
 from raider_sync.gateway.upstream import JOIN_LIMIT, _Joined, _target
 

@@ -2,25 +2,42 @@
 
 Users import from here; the modules behind it may move.
 """
-from ._version import __version__
 from . import _moved
+from ._version import __version__
 
 _moved.install()
 
-from .config import McpConfig, RestartPolicy, ServerSpec, tool_name  # noqa: E402
-from .errors import (AuthError, ConfigError, ConnectionClosed, ConsentRequired,  # noqa: E402
-                     InvalidArgument, LostInFlight, McpError, NotConnected, RaiderError,
-                     RequestTimeout, SchemaRefused, SkillRejected, StructuredContentError,
-                     SubscriptionEnded, ToolError, ToolTimeout, TransportError, UnknownServer,
-                     UnknownTool, UnsupportedProtocol)
+from .client.budget import ToolBudget  # noqa: E402
 from .client.hub import McpHub, ReloadResult  # noqa: E402
-from .serve.resources import Resources  # noqa: E402
 from .client.results import ToolResult  # noqa: E402
 from .client.server import McpServer  # noqa: E402
-from .client.budget import ToolBudget  # noqa: E402
-from .shell import BashTools, Tasks  # noqa: E402
 from .client.telemetry import Telemetry  # noqa: E402
+from .config import McpConfig, RestartPolicy, ServerSpec, tool_name  # noqa: E402
+from .errors import (  # noqa: E402
+    AuthError,
+    ConfigError,
+    ConnectionClosed,
+    ConsentRequired,
+    InvalidArgument,
+    LostInFlight,
+    McpError,
+    NotConnected,
+    RaiderError,
+    RequestTimeout,
+    SchemaRefused,
+    SkillRejected,
+    StructuredContentError,
+    SubscriptionEnded,
+    ToolError,
+    ToolTimeout,
+    TransportError,
+    UnknownServer,
+    UnknownTool,
+    UnsupportedProtocol,
+)
+from .serve.resources import Resources  # noqa: E402
 from .serve.toolserver import ToolServer  # noqa: E402
+from .shell import BashTools, Tasks  # noqa: E402
 
 __all__ = [
     "AuthError",

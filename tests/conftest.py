@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 from raider_sync import McpConfig
-from raider_sync.threads import timer
 from raider_sync.client.eras import verdicts
+from raider_sync.threads import timer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")

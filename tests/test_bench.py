@@ -64,6 +64,7 @@ def fake_upstream():
 def test_the_urllib3_rival_reuses_sends_and_ends_as_the_gateway_pool_does(fake_upstream,
                                                                           monkeypatch, reuse_pool):
     from bench.upstream_urllib3 import Upstream
+
     from gateway.support import count_sends, wait_until
 
     sent = count_sends(monkeypatch)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from pydantic import ValidationError
 
 from raider_sync import ConfigError, McpConfig, ServerSpec, tool_name

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import PEERS, everything_available
 
 import raider_sync
+
+from conftest import PEERS, everything_available
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -6,8 +6,17 @@
 See :class:`OAuth`; the manual's "Authorization" page walks through each way to a token.
 """
 from ..errors import AuthError, ConsentRequired
-from .consent import (Consent, DeviceConsent, LoopbackConsent, PasteConsent, RedirectConsent,
-                      browser_consent, device_consent, paste_consent, redirect_consent)
+from .consent import (
+                      Consent,
+                      DeviceConsent,
+                      LoopbackConsent,
+                      PasteConsent,
+                      RedirectConsent,
+                      browser_consent,
+                      device_consent,
+                      paste_consent,
+                      redirect_consent,
+)
 from .grants import ClientCredentials, Grant, IdJag, JwtBearer, PrivateKeyJWT
 from .oauth import OAuth
 from .store import FileTokenStore, MemoryTokenStore, TokenStore

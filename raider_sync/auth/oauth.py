@@ -31,14 +31,18 @@ from typing import Any, Callable
 
 import requests
 
-from ..threads.timeouts import seconds
 from ..errors import AuthError, ConsentRequired, RaiderError
+from ..threads.timeouts import seconds
 from .consent import Consent, as_consent
 from .discovery import canonical_resource
 from .flow import FLOW_TIMEOUT, TokenFlow
 from .grants import Grant
-from .record import REFRESH_MARGIN  # noqa: F401 - importable from here as before
-from .record import StoredRecord, expiring as _expiring, left as _left
+from .record import (
+    REFRESH_MARGIN,  # noqa: F401 - importable from here as before
+    StoredRecord,
+)
+from .record import expiring as _expiring
+from .record import left as _left
 from .store import FileTokenStore, TokenStore
 from .wire import AuthHttp, Challenge, bearer_challenge
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 EPILOG = """\
 Servers come from --config FILE, else ./.mcp.json, else the embedded demo server.
 --json prints machine-readable output for scripts (an error as {"error": {...}}).

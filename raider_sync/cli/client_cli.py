@@ -22,12 +22,12 @@ from concurrent.futures import wait
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..client.notebook import ProgressBar
+from ..client.server import McpServer
 from ..config import McpConfig, ServerSpec
 from ..errors import ConfigError, McpError, NotConnected, RaiderError
-from ..client.notebook import ProgressBar
-from .serve_cli import register as register_serve
-from ..client.server import McpServer
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, default_config, load_config  # noqa: F401
+from .serve_cli import register as register_serve
 
 TOOL_FORMATS = ("openai", "openai-responses", "anthropic")
 START_TIMEOUT_S = 60.0

@@ -10,10 +10,10 @@ import os
 import tempfile
 import time
 
-from .common import EXIT_FAILED, EXIT_OK, load_config
 from ..client.hub import McpHub
 from ..serve.resources import Resources
 from ..shell import BashTools, Tasks
+from .common import EXIT_FAILED, EXIT_OK, load_config
 
 NOTIFICATION_WAIT_S = 20.0
 

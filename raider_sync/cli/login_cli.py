@@ -9,8 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from ..auth.consent import (Consent, browser_consent, device_consent, paste_consent,
-                            redirect_consent)
+from ..auth.consent import Consent, browser_consent, device_consent, paste_consent, redirect_consent
 from ..auth.oauth import OAuth
 from ..errors import AuthError, ConfigError
 

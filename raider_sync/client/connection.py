@@ -15,8 +15,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import (ConnectionClosed, ConsentRequired, McpError, NotConnected, RequestTimeout,
-                      TransportError, UnsupportedProtocol, last_stderr_line)
+from ..errors import (
+    ConnectionClosed,
+    ConsentRequired,
+    McpError,
+    NotConnected,
+    RequestTimeout,
+    TransportError,
+    UnsupportedProtocol,
+    last_stderr_line,
+)
 from ..jsonrpc import Session
 from ..threads.futures import Deadline, Deadlines, failed, resolved
 from .eras.era_seam import Era, EraHost, open_era

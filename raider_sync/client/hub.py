@@ -21,12 +21,12 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from . import hub_reload
-from .budget import ToolBudget, budget_of
-from .calls import poll_seconds, seconds
 from ..config import McpConfig, ServerSpec, find_named
 from ..errors import UnknownServer
 from ..threads.futures import all_done, failed, then
+from . import hub_reload
+from .budget import ToolBudget, budget_of
+from .calls import poll_seconds, seconds
 from .hub_calls import Router
 from .hub_reload import ReloadResult
 from .results import ToolResult

@@ -14,8 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import launch
 from ..config import McpConfig, ServerSpec
+from . import launch
 from .server import McpServer
 
 log = logging.getLogger("raider_sync.hub")

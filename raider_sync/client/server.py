@@ -39,16 +39,22 @@ from .calls import poll_seconds, seconds, tool_arguments, unknown_tool_message
 from .capabilities import ClientCapabilities, Handler, Roots
 from .catalog import Catalog
 from .connection import Connection, Hooks
-from .content import (default_max_output_tokens, limit_content, strip_private_meta,
-                      visible_resources)
+from .content import default_max_output_tokens, limit_content, strip_private_meta, visible_resources
 from .eras import era_seam
 from .eras.era_seam import Era, EraHost, EraSettings
 from .filters import ToolFilter
 from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
 from .results import ToolResult
-from .surface import (LOG_LEVELS, LogCallback, ResourceCallback, check_request,
-                      completion_argument, completion_ref, refusal)
+from .surface import (
+    LOG_LEVELS,
+    LogCallback,
+    ResourceCallback,
+    check_request,
+    completion_argument,
+    completion_ref,
+    refusal,
+)
 
 
 class McpServer:

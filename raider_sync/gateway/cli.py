@@ -138,8 +138,9 @@ def _run_workers(args: argparse.Namespace, host: str, port: int, threads: int) -
     """``--workers`` waitress processes under gunicorn's master until SIGINT/SIGTERM (see
     :mod:`.workers`)."""
     try:
-        from .workers import serve
         import gunicorn  # noqa: F401
+
+        from .workers import serve
     except ImportError:
         print("raider-sync gateway: --workers needs gunicorn "
               "(pip install 'raider_sync[gateway]')", file=sys.stderr)

@@ -62,8 +62,7 @@ from . import protocol, stateless
 from .config import GatewayConfig, GatewayServer
 from .limits import KeyLimits, default_limits
 from .sessions import SessionBinding
-from .streaming import Stream, Watcher
-from .streaming import CHUNK, WATCH_INTERVAL, UpstreamBroken  # noqa: F401 - importable from here as before
+from .streaming import CHUNK, WATCH_INTERVAL, Stream, UpstreamBroken, Watcher  # noqa: F401 - importable from here as before
 from .upstream import Upstream
 from .usage import Usage, UsageCallback
 

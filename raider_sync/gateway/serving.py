@@ -10,8 +10,16 @@ import signal
 import threading
 from typing import Any
 
-from ..serve.wsgi_server import (CHANNEL_TIMEOUT, HEADER_TIMEOUT, JOIN_LIMIT, MAX_CONNECTIONS,
-                                 BodyCut, Serving, connection_limit, waitress_settings)
+from ..serve.wsgi_server import (
+    CHANNEL_TIMEOUT,
+    HEADER_TIMEOUT,
+    JOIN_LIMIT,
+    MAX_CONNECTIONS,
+    BodyCut,
+    Serving,
+    connection_limit,
+    waitress_settings,
+)
 
 __all__ = ["BodyCut", "CHANNEL_TIMEOUT", "HEADER_TIMEOUT", "JOIN_LIMIT", "MAX_CONNECTIONS",
            "Serving", "connection_limit", "reload_keys_on_sighup", "waitress_settings"]

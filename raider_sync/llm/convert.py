@@ -21,10 +21,10 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterable
 
-from ..threads.timeouts import seconds
+from ..client.results import ToolResult
 from ..errors import InvalidArgument, RaiderError, SchemaRefused, ToolError, UnknownTool
 from ..threads.futures import failed, resolved, wait_bounded
-from ..client.results import ToolResult
+from ..threads.timeouts import seconds
 from .names import ToolNames
 from .nulls import drop_added_nulls
 from .schema import check_bounds, loose_schema, strict_schema

@@ -28,9 +28,15 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import SchemaRefused
-from .limits import (OPENAI_LARGE_ENUM_VALUES, OPENAI_MAX_ENUM_VALUES,  # noqa: F401 - kept here too
-                     OPENAI_MAX_LARGE_ENUM_CHARS, OPENAI_MAX_OBJECT_DEPTH, OPENAI_MAX_PROPERTIES,
-                     OPENAI_MAX_STRING_CHARS, openai_limits_passed)
+from .limits import (  # noqa: F401 - kept here too
+    OPENAI_LARGE_ENUM_VALUES,
+    OPENAI_MAX_ENUM_VALUES,
+    OPENAI_MAX_LARGE_ENUM_CHARS,
+    OPENAI_MAX_OBJECT_DEPTH,
+    OPENAI_MAX_PROPERTIES,
+    OPENAI_MAX_STRING_CHARS,
+    openai_limits_passed,
+)
 
 #: bounds past which a tool is refused for every model format
 MAX_SCHEMA_DEPTH = 64          # nesting of objects and arrays in the JSON of the schema

@@ -16,8 +16,13 @@ from __future__ import annotations
 from .codes import UNSUPPORTED_PROTOCOL_VERSION
 from .handshake import check_initialize_result, initialize_params, translate_initialize_error
 from .pages import MAX_PAGES, fetch_all_pages
-from .revisions import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, REPEATABLE_METHODS,
-                        STATELESS_PROTOCOL_VERSION, STATELESS_REASON)
+from .revisions import (
+                        CLIENT_PROTOCOL_VERSION,
+                        KNOWN_PROTOCOL_VERSIONS,
+                        REPEATABLE_METHODS,
+                        STATELESS_PROTOCOL_VERSION,
+                        STATELESS_REASON,
+)
 
 __all__ = ["CLIENT_PROTOCOL_VERSION", "KNOWN_PROTOCOL_VERSIONS", "MAX_PAGES",
            "REPEATABLE_METHODS", "STATELESS_PROTOCOL_VERSION", "STATELESS_REASON",

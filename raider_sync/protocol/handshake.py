@@ -8,8 +8,12 @@ from typing import Any
 
 from ..errors import McpError, UnsupportedProtocol
 from .codes import INTERNAL_ERROR, UNSUPPORTED_VERSION
-from .revisions import (CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS,
-                        STATELESS_PROTOCOL_VERSION, STATELESS_REASON)
+from .revisions import (
+    CLIENT_PROTOCOL_VERSION,
+    KNOWN_PROTOCOL_VERSIONS,
+    STATELESS_PROTOCOL_VERSION,
+    STATELESS_REASON,
+)
 
 
 def initialize_params(capabilities: dict, client_info: dict,

@@ -16,13 +16,13 @@ import queue
 import threading
 from typing import Any
 
+from ..client.server import McpServer
 from ..config import ServerSpec
 from ..errors import ConnectionClosed
-from ..client.server import McpServer
-from .serving import ServedSession
 from ..protocol.messages import encode_message
-from ..transports.base import Closed, Deliver, Transport, deliver_json
 from ..threads.futures import Deadline
+from ..transports.base import Closed, Deliver, Transport, deliver_json
+from .serving import ServedSession
 
 log = logging.getLogger("raider_sync.inprocess")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import builtins
+import json
 import logging
 import re
 import threading
@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..threads.timeouts import seconds
 from ..config import find_named
 from ..errors import NotConnected, RaiderError, RequestTimeout, UnknownServer
 from ..threads.futures import all_done, failed, resolved, then
+from ..threads.timeouts import seconds
 from .toolserver import ToolServer
 
 log = logging.getLogger("raider_sync.resources")
@@ -420,7 +420,7 @@ def _wait(future: Future, timeout: float, what: str) -> Any:
 
 def _skill_read_f(server: Any, uri: str, timeout: float | None) -> Future:
     """A skill file read and checked against the skill's entry (SkillRejected if it differs)."""
-    from ..threads.futures import run_in_thread
     from ..client.skills import read_verified
+    from ..threads.futures import run_in_thread
     bound = timeout if timeout is not None else server.call_timeout
     return run_in_thread(lambda: read_verified(server, uri, bound), f"raider-{server.key}-skill")

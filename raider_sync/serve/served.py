@@ -15,9 +15,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..client.eras.modern import (
+    META_CAPABILITIES,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION,
+    META_VERSION,
+    MODERN_VERSIONS,
+)
 from ..errors import McpError
-from ..client.eras.modern import (META_CAPABILITIES, META_SERVER_INFO, META_SUBSCRIPTION, META_VERSION,
-                     MODERN_VERSIONS)
 from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_VERSION
 
 

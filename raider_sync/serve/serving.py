@@ -19,13 +19,12 @@ from typing import Any, BinaryIO
 
 from ..client.eras.modern import CACHEABLE
 from ..client.results import text_result
-from .served import (ServedEra, check_envelope, discover_result, listen_ack,
-                          listen_notification, listen_result)
 from ..errors import McpError, ToolTimeout, UnknownTool
 from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
 from ..protocol.codes import INVALID_PARAMS
 from ..transports.stream import StreamTransport
+from .served import ServedEra, check_envelope, discover_result, listen_ack, listen_notification, listen_result
 
 PAGE_SIZE = 100
 SERVE_WORKERS = 16

@@ -45,16 +45,23 @@ import logging
 from typing import Any, Callable, Iterable
 
 from ..client.eras.modern import MODERN_VERSIONS
-from .served import check_envelope, has_envelope, listen_ack
 from ..errors import McpError
-from ..threads.futures import run_in_thread
 from ..jsonrpc import MethodNotFound
-from ..protocol.codes import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
-                              METHOD_NOT_FOUND, MISSING_CAPABILITY, PARSE_ERROR,
-                              UNSUPPORTED_VERSION)
+from ..protocol.codes import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_VERSION,
+)
 from ..protocol.http_headers import headers_problem
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
+from ..threads.futures import run_in_thread
+from .served import check_envelope, has_envelope, listen_ack
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
 

@@ -29,8 +29,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Iterator
 
-from .served import listen_notification, listen_result
 from ..protocol.sse_events import KEEP_ALIVE, encode_event
+from .served import listen_notification, listen_result
 
 #: at most this many long-lived streams (listen, GET) are open at once, by default
 MAX_STREAMS = 8

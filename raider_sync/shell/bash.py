@@ -34,12 +34,11 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from ..errors import ConfigError
-from ..threads.futures import resolved
 from ..serve.toolserver import ToolServer
+from ..threads.futures import resolved
 from . import as_tools
 from .as_tools import CLOSED, AsyncTool
-from .background import Background, Result
-from .background import clip_text, entry_report, read_new  # noqa: F401 - importable from here as before
+from .background import Background, Result, clip_text, entry_report, read_new  # noqa: F401 - importable from here as before
 from .gates import Validator, refusal
 from .monitor import DEFAULT_OPTIONS, Monitor
 from .shells import STOP_SLACK, Caller, Closed, Runtime, Shell

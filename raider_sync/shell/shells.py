@@ -26,12 +26,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
+from ..threads.workers import Workers
 from . import keeper
 from .output import OutputFile
 from .reaper import JOIN_TIMEOUT, Reaper, Timer
-from .tasks import RUNNING, Tasks, TaskEntry
+from .tasks import RUNNING, TaskEntry, Tasks
 from .texts import command_result, seconds, shell_notification
-from ..threads.workers import Workers
 
 if TYPE_CHECKING:
     from ..serve.toolserver import ToolServer

@@ -8,8 +8,8 @@ from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
-from . import timer
 from ..errors import RequestTimeout
+from . import timer
 
 #: what a blocking wait allows beyond a request's own deadline, for a stuck thread only
 WAIT_MARGIN_S = 5.0

@@ -20,9 +20,9 @@ import time
 from concurrent.futures import Future
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
-from ..threads.interrupts import acquire_into, write_into
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_request
 from ..threads.futures import Deadline
+from ..threads.interrupts import acquire_into, write_into
 from .base import Closed, Deliver, LineSplitter, Transport, poll_ms
 from .stdout import StdoutReader
 

@@ -33,8 +33,8 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ..errors import ConnectionClosed
-from ..threads.interrupts import read_into
 from ..protocol.messages import MessageTooLong, answers, decode_message, looks_like_jsonrpc
+from ..threads.interrupts import read_into
 from .base import Deliver, LineSplitter, deliver_json, deliver_parsed, poll_ms, too_large
 
 #: how much one read takes (a pipe holds 64 KiB unless the server's side was made larger)

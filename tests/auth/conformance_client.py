@@ -14,8 +14,15 @@ import os
 import sys
 
 from raider_sync import McpConfig, McpServer, RaiderError
-from raider_sync.auth import (ClientCredentials, IdJag, JwtBearer, MemoryTokenStore, OAuth,
-                              PrivateKeyJWT, redirect_consent)
+from raider_sync.auth import (
+    ClientCredentials,
+    IdJag,
+    JwtBearer,
+    MemoryTokenStore,
+    OAuth,
+    PrivateKeyJWT,
+    redirect_consent,
+)
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 #: bounds for a hang, not for speed: a harness run starts dozens of clients at once

@@ -8,13 +8,14 @@ import json
 import sys
 
 import pytest
-from conftest import config_of
-from fakes.http_peers import HttpPeer
-from gateway.support import Gateway
 
 from raider_sync import McpHub, McpServer
 from raider_sync.auth import OAuth, redirect_consent
 from raider_sync.gateway.config import GatewayConfig
+
+from conftest import config_of
+from fakes.http_peers import HttpPeer
+from gateway.support import Gateway
 
 KEY = "relay-key-0123456789"
 

@@ -9,6 +9,7 @@ no WARNING, no timeout, and exit status 0 unless the scenario expects the client
 from __future__ import annotations
 
 import pytest
+
 from conformance.harness import TEST_TIMEOUT, assert_passes_strictly, cases
 
 

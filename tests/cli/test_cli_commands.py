@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
-from conftest import FAKE_SERVER
 from raider_sync.cli.client_cli import REASON_CELL_CHARS
 from raider_sync.errors import STDERR_QUOTE_CHARS
+
+from conftest import FAKE_SERVER
 
 RUN_TIMEOUT = 60
 

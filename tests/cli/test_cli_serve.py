@@ -12,10 +12,11 @@ import textwrap
 import time
 
 import pytest
-from conftest import config_of
 
 from raider_sync import McpServer
 from raider_sync.cli import main
+
+from conftest import config_of
 
 WAIT = 30.0
 #: what setuptools writes for the raider-sync console script: run as a file, it puts its own

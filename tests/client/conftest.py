@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import fake_spec
-from fakes.http_fault_server import fault_servers
 
 from raider_sync import McpServer
+
+from conftest import fake_spec
+from fakes.http_fault_server import fault_servers
 
 WAIT = 30.0
 

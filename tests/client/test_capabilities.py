@@ -7,12 +7,13 @@ import json
 import threading
 
 import pytest
-from conftest import everything_available
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpError, McpServer
 from raider_sync.client.capabilities import ClientCapabilities, apply_defaults, normalize_roots
 from raider_sync.jsonrpc import MethodNotFound
+
+from conftest import everything_available
+from fakes.http_peers import HttpPeer
 
 WAIT = 15.0
 SAMPLED = {"role": "assistant", "model": "test-model", "stopReason": "endTurn",

@@ -5,8 +5,12 @@ import re
 
 import pytest
 
-from raider_sync.client.content import (default_max_output_tokens, limit_content, strip_private_meta,
-                                 truncate_middle)
+from raider_sync.client.content import (
+    default_max_output_tokens,
+    limit_content,
+    strip_private_meta,
+    truncate_middle,
+)
 
 
 def text(t: str) -> dict:

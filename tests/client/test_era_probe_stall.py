@@ -16,10 +16,11 @@ import textwrap
 import time
 
 import pytest
-from conftest import fake_spec, run_script
 
 from raider_sync import McpServer
 from raider_sync.client.eras import negotiate, verdicts
+
+from conftest import fake_spec, run_script
 
 WAIT = 30.0
 

@@ -9,12 +9,12 @@ import sys
 import threading
 
 import pytest
+
+from raider_sync import McpError, McpServer, SubscriptionEnded, ToolTimeout, UnsupportedProtocol
+from raider_sync.client.eras import negotiate
+
 from conftest import FAKES, SDK_SERVER, config_of, everything_available
 from fakes.http_peers import HttpPeer
-
-from raider_sync import (McpError, McpServer, SubscriptionEnded, ToolTimeout,
-                         UnsupportedProtocol)
-from raider_sync.client.eras import negotiate
 
 WAIT = 15.0
 MODERN_FAKE = os.path.join(FAKES, "modern_fake.py")

@@ -5,11 +5,12 @@ fallback, within a bound."""
 from __future__ import annotations
 
 import pytest
-from conftest import config_of
-from fakes.modern_http_fake import ModernHttpFake
 
 from raider_sync import McpError, McpServer, SubscriptionEnded
 from raider_sync.gateway.serving import Serving
+
+from conftest import config_of
+from fakes.modern_http_fake import ModernHttpFake
 
 WAIT = 15.0
 

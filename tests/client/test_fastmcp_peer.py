@@ -13,10 +13,11 @@ import sys
 import threading
 
 import pytest
-from conftest import FASTMCP_SERVER, config_of
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpError, McpServer
+
+from conftest import FASTMCP_SERVER, config_of
+from fakes.http_peers import HttpPeer
 
 WAIT = 30.0
 

@@ -7,9 +7,10 @@ import threading
 import tracemalloc
 
 import pytest
-from conftest import config_of, poll
 
 from raider_sync import ConnectionClosed, McpServer, TransportError
+
+from conftest import config_of, poll
 
 WAIT = 15.0
 MiB = 1 << 20

@@ -8,9 +8,9 @@ import tracemalloc
 
 import pytest
 
-from conftest import FAKES, config_of, poll
-
 from raider_sync import ConfigError, ConnectionClosed, McpServer
+
+from conftest import FAKES, config_of, poll
 
 HOSTILE = os.path.join(FAKES, "hostile_server.py")
 MiB = 1 << 20

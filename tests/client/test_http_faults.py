@@ -10,13 +10,14 @@ import threading
 import time
 
 import pytest
-from conftest import config_of, poll as _poll
-from fakes.http_fault_server import FaultServer
 
-from raider_sync import (ConnectionClosed, McpServer, NotConnected, ToolTimeout,
-                         TransportError)
+from raider_sync import ConnectionClosed, McpServer, NotConnected, ToolTimeout, TransportError
 from raider_sync.errors import LostInFlight
 from raider_sync.protocol import STATELESS_REASON
+
+from conftest import config_of
+from conftest import poll as _poll
+from fakes.http_fault_server import FaultServer
 
 WAIT = 10.0
 

@@ -8,11 +8,13 @@ import time
 
 import pytest
 import requests
-from conftest import everything_available, poll as _poll
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpServer, ToolTimeout, TransportError
 from raider_sync.transports.http import StreamableHttpTransport
+
+from conftest import everything_available
+from conftest import poll as _poll
+from fakes.http_peers import HttpPeer
 
 WAIT = 15.0
 

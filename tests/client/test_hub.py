@@ -7,13 +7,14 @@ import time
 
 import psutil
 import pytest
-from conftest import FAKE_SERVER, SDK_SERVER, config_of
 
 from raider_sync import BashTools, McpConfig
-from raider_sync.errors import NotConnected, ToolTimeout, UnknownServer, UnknownTool
 from raider_sync.client.hub import McpHub, ReloadResult
+from raider_sync.errors import NotConnected, ToolTimeout, UnknownServer, UnknownTool
 from raider_sync.serve.resources import Resources
 from raider_sync.serve.toolserver import ToolServer
+
+from conftest import FAKE_SERVER, SDK_SERVER, config_of
 
 DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}
 SDK = {"command": sys.executable, "args": [SDK_SERVER, "stdio"]}

@@ -9,9 +9,10 @@ import threading
 
 import psutil
 import pytest
-from conftest import FAKE_SERVER, config_of, poll
 
 from raider_sync import ConnectionClosed, InvalidArgument, McpHub, NotConnected, UnknownTool
+
+from conftest import FAKE_SERVER, config_of, poll
 
 DEMO = {"command": sys.executable, "args": ["-m", "raider_sync.cli.demo"]}
 # A well-behaved stdio server in a tenth of the demo's start-up CPU: the bulk of a big hub

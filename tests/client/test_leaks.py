@@ -14,7 +14,9 @@ import psutil
 import pytest
 
 from raider_sync import ConnectionClosed, McpServer
-from conftest import FAKE_SERVER, fake_spec, HERE, poll as _poll
+
+from conftest import FAKE_SERVER, HERE, fake_spec
+from conftest import poll as _poll
 
 WAIT = 10.0
 

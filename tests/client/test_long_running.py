@@ -12,11 +12,21 @@ import time
 
 import psutil
 import pytest
+
+from raider_sync import (
+    ConnectionClosed,
+    InvalidArgument,
+    McpHub,
+    McpServer,
+    NotConnected,
+    RequestTimeout,
+    ToolTimeout,
+    TransportError,
+    UnknownTool,
+)
+
 from conftest import FAKE_SERVER, SDK_SERVER, config_of, fake_spec, poll, run_script
 from fakes.http_peers import HttpPeer
-
-from raider_sync import (ConnectionClosed, InvalidArgument, McpHub, McpServer, NotConnected,
-                         RequestTimeout, ToolTimeout, TransportError, UnknownTool)
 
 WAIT = 30
 

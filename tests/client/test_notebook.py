@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import PEERS, everything_available
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "notebook.ipynb"

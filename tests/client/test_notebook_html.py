@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
-from conftest import config_of
 from raider_sync import McpHub, McpServer, ToolServer
 from raider_sync.client.notebook import ProgressBar, ToolResult, result_html
+
+from conftest import config_of
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 

@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import config_of
 from pydantic import BaseModel
 
-from raider_sync import (McpHub, McpServer, StructuredContentError, ToolError, ToolResult,
-                         ToolServer)
+from raider_sync import McpHub, McpServer, StructuredContentError, ToolError, ToolResult, ToolServer
+
+from conftest import config_of
 
 WEATHER = "mcp__everything__get-structured-content"
 

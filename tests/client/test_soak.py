@@ -15,9 +15,10 @@ import threading
 import time
 
 import pytest
-from conftest import FAKE_SERVER, SDK_SERVER, _children, _fds, config_of, poll
 
 from raider_sync import McpHub, RaiderError
+
+from conftest import FAKE_SERVER, SDK_SERVER, _children, _fds, config_of, poll
 
 SECONDS = float(os.environ.get("RAIDER_SOAK_SECONDS", "12"))
 CALL_TIMEOUT = 1.5

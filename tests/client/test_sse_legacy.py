@@ -6,12 +6,13 @@ import threading
 import time
 
 import pytest
-from conftest import config_of
-from fakes.http_fault_server import FaultServer
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpError, McpServer, ToolTimeout
 from raider_sync.transports.sse import LegacySseTransport
+
+from conftest import config_of
+from fakes.http_fault_server import FaultServer
+from fakes.http_peers import HttpPeer
 
 WAIT = 15.0
 

@@ -3,10 +3,11 @@ endpoint (server-everything's)."""
 from __future__ import annotations
 
 import pytest
-from conftest import config_of
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpServer
+
+from conftest import config_of
+from fakes.http_peers import HttpPeer
 
 
 @pytest.fixture(scope="module")

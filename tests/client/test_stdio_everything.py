@@ -10,7 +10,9 @@ import time
 import pytest
 
 from raider_sync import McpError, McpServer, ToolTimeout, UnknownTool
-from conftest import answers_from_threads, config_of, poll as _poll
+
+from conftest import answers_from_threads, config_of
+from conftest import poll as _poll
 
 WAIT = 15.0
 

@@ -14,11 +14,12 @@ from concurrent.futures import CancelledError
 import psutil
 import pytest
 
-from raider_sync import (ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout,
-                         UnknownTool)
+from raider_sync import ConnectionClosed, McpError, McpServer, NotConnected, ToolTimeout, UnknownTool
 from raider_sync.client.content import visible_resources as _visible_resources
 from raider_sync.errors import STDERR_QUOTE_CHARS
-from conftest import answers_from_threads, config_of, FAKE_SERVER, fake_spec, poll as _poll
+
+from conftest import FAKE_SERVER, answers_from_threads, config_of, fake_spec
+from conftest import poll as _poll
 
 WAIT = 10.0
 

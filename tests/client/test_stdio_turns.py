@@ -7,10 +7,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import answers_from_threads, poll, run_script
 
 from raider_sync import ConnectionClosed, McpServer, ToolTimeout
 from raider_sync.transports import stdout as stdout_module
+
+from conftest import answers_from_threads, poll, run_script
 
 WAIT = 30.0
 

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from raider_sync import ConfigError, McpError, McpHub, McpServer, RequestTimeout, UnknownTool
+
 from conftest import config_of, poll
 
 WAIT = 15.0

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from raider_sync import ConfigError, McpError, McpServer, ToolTimeout
 from raider_sync.client import telemetry as telemetry_module
 from raider_sync.client.telemetry import Telemetry
+
 from conftest import fake_spec
 
 WAIT = 15.0

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from raider_sync import (InvalidArgument, McpHub, McpServer, Resources, Tasks, ToolServer)
+from raider_sync import InvalidArgument, McpHub, McpServer, Resources, Tasks, ToolServer
 from raider_sync.auth import MemoryTokenStore, OAuth
 from raider_sync.client.eras.listen import Subscription
 from raider_sync.llm import ToolCaller

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pytest
+
 from conftest import PEERS
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -5,6 +5,7 @@ WARNING, no timeout, the client's exit status 0 (tests/conformance/harness.py)."
 from __future__ import annotations
 
 import pytest
+
 from conformance.harness import TEST_TIMEOUT, assert_passes_strictly, cases
 
 

@@ -6,6 +6,7 @@ no warning; its scenarios are judged one by one in test_conformance_core.py and 
 from __future__ import annotations
 
 import pytest
+
 from conformance.harness import RUNS, TEST_TIMEOUT, runs
 
 

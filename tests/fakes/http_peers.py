@@ -13,10 +13,9 @@ import subprocess
 import sys
 import tempfile
 
-from conftest import (EVERYTHING_JS, FASTMCP_SERVER, SDK_SERVER, config_of, free_port,
-                      wait_for_port)
-
 from raider_sync.config import ServerSpec
+
+from conftest import EVERYTHING_JS, FASTMCP_SERVER, SDK_SERVER, config_of, free_port, wait_for_port
 
 
 class HttpPeer:

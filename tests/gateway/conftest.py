@@ -3,12 +3,21 @@ real peers over Streamable HTTP (``everything_http``, ``sdk_http``) and a real E
 (``express_query``), started once per worker."""
 from __future__ import annotations
 
-
 import pytest
 
-from gateway.support import (ALICE, BOB, EXPRESS_QUERY_COMMAND, SDK_HTTP_COMMAND, UPSTREAM_TOKEN,
-                             Gateway, running_upstream, spawn, stop)
 from raider_sync.gateway.config import GatewayConfig
+
+from gateway.support import (
+    ALICE,
+    BOB,
+    EXPRESS_QUERY_COMMAND,
+    SDK_HTTP_COMMAND,
+    UPSTREAM_TOKEN,
+    Gateway,
+    running_upstream,
+    spawn,
+    stop,
+)
 
 
 @pytest.fixture

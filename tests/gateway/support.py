@@ -18,10 +18,11 @@ from urllib.parse import urlsplit
 import psutil
 import requests
 
-from conftest import PEERS, SDK_SERVER, free_port, poll, wait_for_port
 from raider_sync.gateway.cli import Serving
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
+
+from conftest import PEERS, SDK_SERVER, free_port, poll, wait_for_port
 
 ALICE = "alice-key-0123456789"
 BOB = "bob-key-9876543210"

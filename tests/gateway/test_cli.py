@@ -8,10 +8,11 @@ import sys
 
 import requests
 
-from conftest import free_port, wait_for_port
-from gateway.support import ALICE
 from raider_sync.cli import build_parser
 from raider_sync.gateway import cli
+
+from conftest import free_port, wait_for_port
+from gateway.support import ALICE
 
 GOOD = {"public_url": "https://gw.example",
         "servers": [{"name": "files", "transport": "stdio", "command": "mcp-files"},

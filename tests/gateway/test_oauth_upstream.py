@@ -7,10 +7,11 @@ import json
 import pytest
 import requests
 
-from fakes.mock_oauth import MockOAuth
-from gateway.support import ALICE
 from raider_sync import ConfigError
 from raider_sync.gateway.config import GatewayConfig
+
+from fakes.mock_oauth import MockOAuth
+from gateway.support import ALICE
 
 
 @pytest.fixture

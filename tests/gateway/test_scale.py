@@ -12,8 +12,7 @@ import requests
 
 from raider_sync.gateway.serving import Serving
 
-from gateway.support import (ALICE, BOB, Mcp, RoundRobin, relay_process, stop_group,
-                             wait_until)
+from gateway.support import ALICE, BOB, Mcp, RoundRobin, relay_process, stop_group, wait_until
 
 pytest.importorskip("gunicorn")
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 import requests
-from conftest import config_of
 
-from gateway.support import ALICE
 from raider_sync import McpServer
+
+from conftest import config_of
+from gateway.support import ALICE
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},

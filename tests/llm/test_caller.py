@@ -1,8 +1,8 @@
 """ToolCaller on a ToolServer: dotted and long names, $ref'd pydantic schemas, strict nulls."""
 import json
 
-from pydantic import BaseModel
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel
 
 from raider_sync import ToolServer
 from raider_sync.llm import ToolCaller, is_model_name

@@ -5,12 +5,18 @@ import logging
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llm.provider_rules import check_openai_tool, strict_problems
 
 from raider_sync.llm import strict_schema, to_openai
-from raider_sync.llm.limits import (OPENAI_LARGE_ENUM_VALUES, OPENAI_MAX_ENUM_VALUES,
-                                    OPENAI_MAX_LARGE_ENUM_CHARS, OPENAI_MAX_OBJECT_DEPTH,
-                                    OPENAI_MAX_PROPERTIES, OPENAI_MAX_STRING_CHARS)
+from raider_sync.llm.limits import (
+    OPENAI_LARGE_ENUM_VALUES,
+    OPENAI_MAX_ENUM_VALUES,
+    OPENAI_MAX_LARGE_ENUM_CHARS,
+    OPENAI_MAX_OBJECT_DEPTH,
+    OPENAI_MAX_PROPERTIES,
+    OPENAI_MAX_STRING_CHARS,
+)
+
+from llm.provider_rules import check_openai_tool, strict_problems
 
 
 def obj(properties, required=None):

@@ -2,10 +2,11 @@
 import json
 
 import pytest
-from conftest import config_of
 
 from raider_sync import McpHub, ToolResult
 from raider_sync.llm import anthropic_result, openai_images, openai_result
+
+from conftest import config_of
 
 
 @pytest.fixture(scope="module")

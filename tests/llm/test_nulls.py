@@ -7,14 +7,15 @@ import os
 import sys
 
 import pytest
-from conftest import PEERS, config_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from llm.provider_rules import strict_problems
 
 from raider_sync import McpServer
 from raider_sync.llm import ToolCaller, drop_added_nulls, strict_schema
+
+from conftest import PEERS, config_of
+from llm.provider_rules import strict_problems
 
 PAYMENTS_SERVER = os.path.join(PEERS, "sdk_payments_server.py")
 

@@ -7,12 +7,13 @@ import os
 import shutil
 
 import pytest
-from conftest import PEERS, config_of
 from jsonschema import Draft202012Validator
-from llm.provider_rules import check_anthropic_tool, check_openai_tool
 
 from raider_sync import McpHub
 from raider_sync.llm import ToolCaller, drop_added_nulls, to_anthropic, to_openai
+
+from conftest import PEERS, config_of
+from llm.provider_rules import check_anthropic_tool, check_openai_tool
 
 FILESYSTEM_JS = os.path.join(PEERS, "node_modules", "@modelcontextprotocol", "server-filesystem",
                              "dist", "index.js")

@@ -5,10 +5,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from llm.provider_rules import check_anthropic_tool, check_openai_tool, strict_problems
 
 from raider_sync.errors import SchemaRefused
 from raider_sync.llm import check_bounds, drop_added_nulls, strict_schema, to_anthropic, to_openai
+
+from llm.provider_rules import check_anthropic_tool, check_openai_tool, strict_problems
 
 
 def obj(properties, required=(), **extra):

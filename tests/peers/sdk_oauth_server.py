@@ -9,8 +9,13 @@ import secrets
 import sys
 import time
 
-from mcp.server.auth.provider import (AccessToken, AuthorizationCode, AuthorizationParams,
-                                      RefreshToken, construct_redirect_uri)
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    construct_redirect_uri,
+)
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken

@@ -7,9 +7,15 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from raider_sync.protocol.http_headers import (InvalidAnnotation, argument_headers,
-                                               decode_value, encode_value, header_params,
-                                               message_headers, param_value)
+from raider_sync.protocol.http_headers import (
+    InvalidAnnotation,
+    argument_headers,
+    decode_value,
+    encode_value,
+    header_params,
+    message_headers,
+    param_value,
+)
 
 TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 tokens = st.text(alphabet=TOKEN_CHARS, min_size=1, max_size=20)

@@ -5,8 +5,16 @@ import threading
 
 import pytest
 
-from raider_sync import (McpError, McpHub, McpServer, NotConnected, RequestTimeout, ToolServer,
-                         ToolTimeout, UnknownTool)
+from raider_sync import (
+    McpError,
+    McpHub,
+    McpServer,
+    NotConnected,
+    RequestTimeout,
+    ToolServer,
+    ToolTimeout,
+    UnknownTool,
+)
 
 WAIT = 15.0
 

@@ -7,13 +7,22 @@ import json
 import sys
 
 import pytest
-from conftest import SDK_SERVER, config_of
 
 from raider_sync import McpServer
 from raider_sync.errors import McpError, NotConnected, RaiderError, UnknownServer
-from raider_sync.serve.resources import (DO_NOT_READ_AGAIN, FULL_CONTENTS, LIST_TOOL, NO_RESOURCES,
-                                   READ_TOOL, Resources, attachment, contents_text)
+from raider_sync.serve.resources import (
+    DO_NOT_READ_AGAIN,
+    FULL_CONTENTS,
+    LIST_TOOL,
+    NO_RESOURCES,
+    READ_TOOL,
+    Resources,
+    attachment,
+    contents_text,
+)
 from raider_sync.serve.toolserver import ToolServer
+
+from conftest import SDK_SERVER, config_of
 
 EVERYTHING_DOC = "demo://resource/static/document/architecture.md"
 EVERYTHING_BLOB = "demo://resource/dynamic/blob/1"

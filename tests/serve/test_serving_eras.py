@@ -7,9 +7,10 @@ import sys
 import threading
 
 import pytest
-from conftest import config_of
 
 from raider_sync import McpServer
+
+from conftest import config_of
 
 WAIT = 30.0
 DEMO = [sys.executable, "-m", "raider_sync.cli.demo"]
@@ -111,9 +112,9 @@ def test_requests_read_before_the_input_ends_are_all_answered(monkeypatch):
     import io
     import json
 
-    from raider_sync.threads import workers
     from raider_sync.serve.serving import serve_stdio
     from raider_sync.serve.toolserver import ToolServer
+    from raider_sync.threads import workers
 
     closing = threading.Event()  # the session's pools have been shut (their queues settled)
     shutdown = workers.Workers.shutdown

@@ -12,11 +12,12 @@ from typing import NamedTuple
 
 import pytest
 import requests
-from conftest import config_of, free_port, wait_for_port
 
 from raider_sync import McpError, McpServer, SubscriptionEnded, ToolServer
 from raider_sync.gateway.cli import Serving
 from raider_sync.serve.serving_http import ToolServerApp, wsgi_app
+
+from conftest import config_of, free_port, wait_for_port
 
 WAIT = 30.0
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -218,6 +218,7 @@ def test_a_served_call_is_bounded_by_the_tool_servers_call_timeout(awkward):
 
 def test_a_served_answer_json_cannot_carry_as_it_is_still_arrives(awkward):
     import time
+
     from raider_sync import McpError
     started = time.monotonic()
     assert awkward.call_tool("mcp__awkward__surrogate", {}, timeout=10).text == \
@@ -234,9 +235,10 @@ def test_invalid_requests_are_answered_with_invalid_request():
     import json
     import threading
 
-    from jsonrpc_cases import INVALID_NOTIFICATION, INVALID_REQUESTS
     from raider_sync.serve.serving import serve_stdio
     from raider_sync.serve.toolserver import ToolServer
+
+    from jsonrpc_cases import INVALID_NOTIFICATION, INVALID_REQUESTS
 
     lines = [request for request, _ in INVALID_REQUESTS] + [
         INVALID_NOTIFICATION, {"jsonrpc": "2.0", "id": "fine", "method": "ping"}]

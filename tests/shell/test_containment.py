@@ -10,9 +10,10 @@ import textwrap
 
 import psutil
 import pytest
-from shell.shell_helpers import gone, wait_for_file, wait_until
 
 from raider_sync.shell import keeper
+
+from shell.shell_helpers import gone, wait_for_file, wait_until
 
 DOUBLE_FORK = textwrap.dedent("""
     import os, sys, time

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import psutil
+
 from shell.shell_helpers import gone, wait_for_file, wait_until
 
 

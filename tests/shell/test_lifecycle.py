@@ -7,9 +7,9 @@ import sys
 import threading
 import weakref
 
-from shell.shell_helpers import gone, wait_for_file, wait_until
-
 from raider_sync.shell import BashTools, Tasks
+
+from shell.shell_helpers import gone, wait_for_file, wait_until
 
 
 def test_garbage_collection_stops_every_shell(tmp_path):

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from shell.shell_helpers import gone, wait_until
 
 from raider_sync import BashTools, ConfigError
+
+from shell.shell_helpers import gone, wait_until
 
 CAP = 200_000
 

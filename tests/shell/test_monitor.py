@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from shell.shell_helpers import gone, wait_until
 
 EVENT = ("<task-notification>\n<task-id>monitor_1</task-id>\n<summary>Monitor event: \"{desc}\"</summary>\n"

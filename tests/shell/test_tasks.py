@@ -5,10 +5,11 @@ import threading
 import time
 
 import pytest
-from shell.shell_helpers import wait_until
 
 from raider_sync.shell import Tasks, task_notification
 from raider_sync.shell.shells import Caller, Shell
+
+from shell.shell_helpers import wait_until
 
 
 def test_ids_per_kind():

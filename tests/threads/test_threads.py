@@ -9,14 +9,15 @@ import time
 from concurrent.futures import CancelledError
 
 import pytest
-from conftest import SDK_SERVER, config_of, poll
-from fakes.http_peers import HttpPeer
 
 from raider_sync import McpHub, McpServer, ToolServer
 from raider_sync.threads import timer
+from raider_sync.threads.workers import Lane, Workers
 from raider_sync.transports.base import LineSplitter, MessageTooLong
 from raider_sync.transports.stdio import StdioTransport
-from raider_sync.threads.workers import Lane, Workers
+
+from conftest import SDK_SERVER, config_of, poll
+from fakes.http_peers import HttpPeer
 
 SERVERS = 3
 WAIT = 30.0

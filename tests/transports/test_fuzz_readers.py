@@ -10,14 +10,15 @@ import tempfile
 import threading
 
 import pytest
-from conftest import poll
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raider_sync import ConnectionClosed
-from raider_sync.transports.base import MessageTooLong, deliver_json
 from raider_sync.protocol.sse_events import SseParser
+from raider_sync.transports.base import MessageTooLong, deliver_json
 from raider_sync.transports.stdio import StdioTransport
+
+from conftest import poll
 
 LIMIT = 64 * 1024
 WAIT = 20.0

@@ -10,8 +10,6 @@ from __future__ import annotations
 import queue
 
 import pytest
-from conftest import poll
-from fakes.http_fault_server import fault_servers
 
 from raider_sync.errors import AnswerInBody, SessionExpired, TransportError
 from raider_sync.protocol.codes import INVALID_REQUEST
@@ -19,6 +17,9 @@ from raider_sync.protocol.http_headers import message_headers
 from raider_sync.protocol.messages import error_in_body
 from raider_sync.transports.base import RequestFailed, StreamHealth
 from raider_sync.transports.http import StreamableHttpTransport
+
+from conftest import poll
+from fakes.http_fault_server import fault_servers
 
 WAIT = 10.0
 STATELESS = "2026-07-28"

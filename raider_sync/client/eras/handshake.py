@@ -10,9 +10,14 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ...errors import McpError, TransportError, UnsupportedProtocol
-from ...protocol import (CLIENT_PROTOCOL_VERSION, STATELESS_REASON,
-                         UNSUPPORTED_PROTOCOL_VERSION, check_initialize_result,
-                         initialize_params, translate_initialize_error)
+from ...protocol import (
+    CLIENT_PROTOCOL_VERSION,
+    STATELESS_REASON,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    check_initialize_result,
+    initialize_params,
+    translate_initialize_error,
+)
 from ...threads.futures import Deadline
 from ...transports.statuses import Status, classify_error
 from .cache import check_mode

@@ -20,8 +20,8 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterator
 
-from ...threads.timeouts import poll_seconds
 from ...errors import SubscriptionEnded
+from ...threads.timeouts import poll_seconds
 from .modern import META_SUBSCRIPTION
 
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"

@@ -11,12 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import McpError, UnsupportedProtocol
-from ...protocol.revisions import (LEGACY_VERSIONS, MODERN_VERSIONS,  # noqa: F401 - here too
-                                   PROTOCOL_CHOICES)
 from ... import _moved
+from ...errors import McpError, UnsupportedProtocol
 from ...protocol.codes import INTERNAL_ERROR, STATELESS_CODES, UNSUPPORTED_VERSION
-
+from ...protocol.revisions import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_CHOICES  # noqa: F401 - here too
 
 PREFIX = "io.modelcontextprotocol/"
 META_VERSION = PREFIX + "protocolVersion"

@@ -26,16 +26,31 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...errors import (ConnectionClosed, McpError, RaiderError, RequestTimeout, TransportError,
-                      UnsupportedProtocol)
+from ...errors import (
+    ConnectionClosed,
+    McpError,
+    RaiderError,
+    RequestTimeout,
+    TransportError,
+    UnsupportedProtocol,
+)
+from ...protocol.codes import STATELESS_CODES, UNSUPPORTED_VERSION
 from ...threads.futures import Deadline
+from ...transports.statuses import Status, classify_error
 from . import verdicts
 from .liveness import Ignored, await_discover
-from ...protocol.codes import STATELESS_CODES, UNSUPPORTED_VERSION
-from ...transports.statuses import Status, classify_error
-from .modern import (LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_CHOICES,
-                     Description, describe, no_overlap, pick_version,
-                     request_meta, stamp, supported_of)
+from .modern import (
+    LEGACY_VERSIONS,
+    MODERN_VERSIONS,
+    PROTOCOL_CHOICES,
+    Description,
+    describe,
+    no_overlap,
+    pick_version,
+    request_meta,
+    stamp,
+    supported_of,
+)
 
 #: seconds the discover probe may take before the server counts as a handshake-era one
 PROBE_TIMEOUT = 10.0

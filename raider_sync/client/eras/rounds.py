@@ -14,9 +14,9 @@ from concurrent.futures import Executor, Future
 from typing import Any, Callable
 
 from ...errors import McpError
-from ...threads.futures import Deadline, settle
 from ...jsonrpc import MethodNotFound
 from ...protocol.codes import HEADER_MISMATCH, INTERNAL_ERROR
+from ...threads.futures import Deadline, settle
 from .modern import result_type
 
 log = logging.getLogger("raider_sync.eras.rounds")

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import McpError, RequestTimeout, SubscriptionEnded
 from ...jsonrpc import INTERNAL_ERROR
-from ...threads.futures import failed, resolved
 from ...protocol.http_headers import InvalidAnnotation, header_params, message_headers
+from ...threads.futures import failed, resolved
 from .cache import check_mode
 from .host import EraHost
 from .listen import LISTEN_TIMEOUT, Subscription, listen_params
