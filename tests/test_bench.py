@@ -88,3 +88,28 @@ def test_the_urllib3_rival_reuses_sends_and_ends_as_the_gateway_pool_does(fake_u
         answer.close()
     finally:
         pool.close()
+
+
+# -- the ownwork leg: an McpServer over an in-memory transport, and another checkout's code --
+
+def test_the_instant_server_answers_a_call_on_the_callers_thread():
+    from bench.instant import ARGS, TOOL, InstantServer
+
+    with InstantServer() as server:
+        assert server.status == "connected", server.reason
+        assert server.call_tool(TOOL, ARGS).text == "hi"
+        assert server.call_tool(TOOL, {"text": "other"}).text == "other"
+
+
+def test_an_ownwork_child_measures_the_raider_sync_of_the_checkout_it_is_given(tmp_path):
+    import shutil
+
+    checkout = tmp_path / "other"
+    shutil.copytree(os.path.join(ROOT, "raider_sync"), checkout / "raider_sync",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    figures = run_child("bench.bench_ownwork", ["child", "20", "2"], timeout=120,
+                        raider_root=str(checkout))
+    assert figures["raider_sync"] == str(checkout / "raider_sync")
+    assert set(figures["samples"]) == {"call_tool", "call_tool_f().result()", "transport alone"}
+    assert all(len(rounds) == 2 and all(us > 0 for us, _ in rounds)
+               for rounds in figures["samples"].values())
