@@ -37,7 +37,7 @@ class Catalog:
         self.call_timeout = call_timeout
         self.warnings = warnings          # the server's list: each problem said once
         self._check_tool = check_tool     # the era's word on a listed tool
-        self._on_changed = on_changed     # the server's on_tools_changed
+        self._on_changed = on_changed     # tells the server (which calls on_tools_changed)
         self._lock = threading.Lock()
         self.tools: list[dict] = []
         self.original: dict[str, str] = {}
@@ -139,10 +139,8 @@ class Catalog:
                 future.set_result(None)
 
     def call_on_changed(self) -> None:
-        try:
-            self._on_changed()
-        except Exception:  # noqa: BLE001 - a user's callback must not stop dispatch
-            self.log.exception("on_tools_changed failed")
+        """Tell the server the tools changed (its callback guards the user's own)."""
+        self._on_changed()
 
     def _relist(self, future: Future) -> None:
         with self._lock:

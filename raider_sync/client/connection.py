@@ -268,8 +268,9 @@ class Connection:
             f"still starting"))
 
     def _counted(self, send: Send, deadline: Deadline, inline: bool) -> Future:
+        # the status was checked by the caller; a connection lost since has no session
         session, era = self.session, self.era
-        if self.status not in UP or session is None or era is None:
+        if session is None or era is None:
             return failed(self.not_connected())
         refused = self.in_flight.enter()
         if refused is not None:

@@ -360,9 +360,6 @@ class McpServer:
         session.run_in_order(self._inbox.tools_changed)
         session.run_in_order(self._resubscribe)  # the new session has no subscriptions
 
-    def _client_capabilities(self) -> dict:
-        return self.client_handlers.declared()
-
     # -- sending -------------------------------------------------------------------------
 
     def _request_f(self, method: str, params: dict | None, bound: float, *,
@@ -511,10 +508,7 @@ class McpServer:
         result = ToolResult(strip_private_meta(result), tool=name,
                             output_schema=self._catalog.output_schemas.get(original))
         content = result.get("content")
-        if type(content) is list:
-            result["content"] = limit_content(content, bool(result.get("isError")),
-                                              max_output_tokens=self.max_output_tokens)
-        elif isinstance(content, list):
+        if isinstance(content, list):
             result["content"] = self.limit_content(content, bool(result.get("isError")))
         return result.raise_for_error() if raising else result
 

@@ -20,9 +20,6 @@ def seconds(timeout: Any, default: float, what: str = "timeout",
     sent."""
     if timeout is None:
         return default
-    if type(timeout) is float or type(timeout) is int:
-        if 0 < timeout < math.inf:  # the usual timeout, NaN fails both comparisons
-            return float(timeout)
     return _checked(timeout, what, method, zero=False)
 
 

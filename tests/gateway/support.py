@@ -27,6 +27,18 @@ from conftest import PEERS, SDK_SERVER, free_port, poll, wait_for_port
 ALICE = "alice-key-0123456789"
 BOB = "bob-key-9876543210"
 UPSTREAM_TOKEN = "operator-upstream-token"
+#: the headers of a request made with alice's key
+AUTH = {"Authorization": f"Bearer {ALICE}"}
+
+
+def credentialed(upstream, name: str = "fake", **extra) -> dict:
+    """A gateway server entry for ``upstream``: a fixed query, a header of its own and the
+    operator's credential (``UPSTREAM_TOKEN``); ``extra`` keys are added or replaced."""
+    entry = {"name": name, "url": f"{upstream.url}/base?tenant=t1", "description": "a fake",
+             "headers": {"X-Team": "blue"},
+             "credential": {"header": "Authorization", "scheme": "Bearer", "env": "UPSTREAM_TOKEN"}}
+    entry.update(extra)
+    return entry
 GATE_TIMEOUT = 10.0
 SDK_HTTP_COMMAND = [sys.executable, SDK_SERVER, "streamable-http", "{port}"]
 EXPRESS_QUERY_COMMAND = ["node", os.path.join(PEERS, "express_query.mjs"), "{port}"]

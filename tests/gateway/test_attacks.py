@@ -16,9 +16,8 @@ from raider_sync.gateway import sessions
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
 
-from gateway.support import ALICE, BOB, GZIP_BOMB, read_until_closed, wait_until
+from gateway.support import ALICE, AUTH, BOB, GZIP_BOMB, read_until_closed, wait_until
 
-AUTH = {"Authorization": f"Bearer {ALICE}"}
 BOB_AUTH = {"Authorization": f"Bearer {BOB}"}
 
 

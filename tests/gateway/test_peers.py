@@ -12,9 +12,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.support import ALICE, VERSION, Mcp, messages, wait_until
-
-AUTH = {"Authorization": f"Bearer {ALICE}"}
+from gateway.support import AUTH, VERSION, Mcp, messages, wait_until
 
 
 @pytest.fixture(params=["everything", "sdk"])

@@ -15,18 +15,8 @@ from raider_sync.errors import ConfigError
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
 
-from gateway.support import ALICE, BOB, UPSTREAM_TOKEN, free_port
-
-AUTH = {"Authorization": f"Bearer {ALICE}"}
-
-
-def fake(upstream, name="fake", **extra):
-    entry = {"name": name, "url": f"{upstream.url}/base?tenant=t1", "description": "a fake",
-             "headers": {"X-Team": "blue"},
-             "credential": {"header": "Authorization", "scheme": "Bearer", "env": "UPSTREAM_TOKEN"}}
-    entry.update(extra)
-    return entry
-
+from gateway.support import ALICE, AUTH, BOB, UPSTREAM_TOKEN, free_port
+from gateway.support import credentialed as fake
 
 STDIO = {"name": "files", "transport": "stdio", "command": "mcp-files", "args": ["--root", "/srv"],
          "env": {"MODE": "ro"}, "description": "local files"}

@@ -12,9 +12,8 @@ import requests
 
 from raider_sync.gateway.serving import Serving, connection_limit, waitress_settings
 
-from gateway.support import ALICE, Gateway
+from gateway.support import ALICE, AUTH, Gateway
 
-AUTH = {"Authorization": f"Bearer {ALICE}"}
 SLOW_CLIENTS = 150
 
 

@@ -13,17 +13,8 @@ from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.relay import Relay
 from raider_sync.gateway.usage import Usage
 
-from gateway.support import ALICE, wait_until
-
-AUTH = {"Authorization": f"Bearer {ALICE}"}
-
-
-def fake(upstream, name="fake", **extra):
-    entry = {"name": name, "url": f"{upstream.url}/base?tenant=t1", "description": "a fake",
-             "headers": {"X-Team": "blue"},
-             "credential": {"header": "Authorization", "scheme": "Bearer", "env": "UPSTREAM_TOKEN"}}
-    entry.update(extra)
-    return entry
+from gateway.support import AUTH, wait_until
+from gateway.support import credentialed as fake
 
 
 def test_one_usage_event_per_request_to_the_callback_and_the_file(make_gateway, upstream, tmp_path):

@@ -15,11 +15,10 @@ import psutil
 import pytest
 import requests
 
-from gateway.support import ALICE, relay_process, spawn, stop_group, wait_until
+from gateway.support import ALICE, AUTH, relay_process, spawn, stop_group, wait_until
 
 pytest.importorskip("gunicorn")
 
-AUTH = {"Authorization": f"Bearer {ALICE}"}
 SLOW_SOCKETS = 500
 LEGITIMATE = 4
 STREAM_HEAD = b"Accept: text/event-stream\r\nX-Api-Key: " + ALICE.encode() + b"\r\n\r\n"
