@@ -35,6 +35,7 @@ from .errors import (  # noqa: E402
     UnknownTool,
     UnsupportedProtocol,
 )
+from .serve.context import Context  # noqa: E402
 from .serve.resources import Resources  # noqa: E402
 from .serve.toolserver import ToolServer  # noqa: E402
 from .shell import BashTools, Tasks  # noqa: E402
@@ -45,6 +46,7 @@ __all__ = [
     "ConfigError",
     "ConnectionClosed",
     "ConsentRequired",
+    "Context",
     "InvalidArgument",
     "LostInFlight",
     "McpConfig",

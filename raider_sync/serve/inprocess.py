@@ -109,11 +109,12 @@ class InProcessServer(McpServer):
     """An :class:`McpServer` whose server is a :class:`ToolServer` of this process; made by
     :meth:`McpServer.in_process`. Its transport is ``in-process``; stopping it leaves the
     tool server running (stop that yourself, or use it as a context manager). ``kill_grace``
-    is how long a stop waits for handlers still running."""
+    is how long a stop waits for handlers still running; ``protocol`` picks the era as a
+    configured server's ``protocol`` does (default: the newest both ends speak)."""
 
-    def __init__(self, tool_server: Any, **options: Any):
+    def __init__(self, tool_server: Any, *, protocol: str | None = None, **options: Any):
         self.tool_server = tool_server
-        spec = ServerSpec(name=tool_server.name, command="in-process")
+        spec = ServerSpec(name=tool_server.name, command="in-process", protocol=protocol)
         super().__init__(spec, **options)
 
     @property

@@ -20,6 +20,7 @@ from pydantic import BaseModel, create_model
 from ..config import normalize_name
 from ..errors import McpError
 from ..protocol.codes import INVALID_PARAMS
+from .context import CONTEXT_PARAM, Context, takes_context
 
 #: a handler parameter of this name is not an argument: it receives a progress reporter
 PROGRESS_PARAM = "progress"
@@ -43,6 +44,11 @@ class LocalTool:
             return PROGRESS_PARAM in inspect.signature(self.handler).parameters
         except (TypeError, ValueError):
             return False
+
+    @property
+    def wants_context(self) -> bool:
+        """The handler takes the request's :class:`~.context.Context` as ``ctx``."""
+        return takes_context(self.handler)
 
     def definition(self) -> dict:
         tool = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
@@ -91,11 +97,15 @@ class LocalPrompt:
     def definition(self) -> dict:
         return {"name": self.name, "description": self.description, "arguments": list(self.arguments)}
 
-    def get(self, arguments: dict | None) -> dict:
+    def get(self, arguments: dict | None, context: Context | None = None) -> dict:
         """The prompt rendered with ``arguments``: ``{description, messages}``. Raises
-        McpError -32602 when ``render`` does not take them."""
+        McpError -32602 when ``render`` does not take them; a ``render`` with a ``ctx``
+        parameter gets ``context`` (may raise what asking the client raises)."""
+        values = dict(arguments or {})
+        if takes_context(self.render):
+            values[CONTEXT_PARAM] = context if context is not None else Context()
         try:
-            value = self.render(**(arguments or {}))
+            value = self.render(**values)
         except TypeError as exc:
             raise McpError(INVALID_PARAMS, f"Invalid arguments for prompt {self.name}: {exc}") from None
         if isinstance(value, str):
@@ -154,14 +164,16 @@ def local_prompt(name: str, render: Callable[..., Any], description: str | None)
     """The prompt ``name`` of ``render``; its arguments are ``render``'s parameters."""
     params = inspect.signature(render).parameters.values()
     arguments = [{"name": p.name, "required": p.default is inspect.Parameter.empty}
-                 for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+                 for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                 and p.name != CONTEXT_PARAM]
     return LocalPrompt(name, render, description or inspect.getdoc(render) or "", arguments)
 
 
 def _model_from_signature(name: str, fn: Callable) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name == PROGRESS_PARAM:
+        if (param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD)
+                or param.name in (PROGRESS_PARAM, CONTEXT_PARAM)):
             continue
         annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
         default = ... if param.default is inspect.Parameter.empty else param.default

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from ..client.eras.modern import CACHEABLE
 from ..client.results import text_result
@@ -24,10 +24,15 @@ from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
 from ..protocol.codes import INVALID_PARAMS
 from ..transports.stream import StreamTransport
+from .client_links import ROUND_METHODS, RequestLink, input_required_result, round_answers, stateless_context
+from .context import LOG_LEVELS, Context, InputRequired
 from .served import ServedEra, check_envelope, discover_result, listen_ack, listen_notification, listen_result
 
 PAGE_SIZE = 100
 SERVE_WORKERS = 16
+
+Notify = Callable[[str, dict], None]
+Ask = Callable[[str, dict, float], Any]
 
 
 def progress_params(token: Any, progress: float, total: float | None = None,
@@ -44,31 +49,48 @@ def progress_params(token: Any, progress: float, total: float | None = None,
 class ToolServerAnswers:
     """What a served ToolServer answers, whatever carries the requests (stdio, HTTP)."""
 
+    #: whether ``logging/setLevel`` is kept (only where one client's session is served)
+    keeps_log_level = False
+
     def __init__(self, tool_server, *, page_size: int = PAGE_SIZE):
         self.tool_server = tool_server
         self.page_size = page_size
+        #: the least severe level of the log messages sent in the handshake era
+        self.log_level = "debug"
+        #: what the client said of itself at initialize (None: unknown, nothing is refused)
+        self.client_capabilities: dict | None = None
+        self.client_info: dict | None = None
+        self.protocol_version: str | None = None
 
     def _progress_sender(self, token: Any):
         return None  # nothing to send progress on
 
-    def _answer(self, method: str, params: dict, on_progress=None) -> Any:
-        """The result of one request of the handshake era (raises McpError, MethodNotFound).
-        A tools/call blocks until the tool answers; its progress goes to ``on_progress``, by
-        default :meth:`_progress_sender` of its token."""
+    def _answer(self, method: str, params: dict, on_progress=None, *,
+                answers: dict | None = None, notify: Notify | None = None,
+                ask: Ask | None = None) -> Any:
+        """The result of one request (raises McpError, MethodNotFound, and InputRequired
+        when a handler ends a round of the stateless era). A tools/call blocks until the
+        tool answers; its progress goes to ``on_progress``, by default
+        :meth:`_progress_sender` of its token. A handler's context (:meth:`_context`) sends
+        with ``notify`` and asks with ``ask``; ``answers`` (not None) are the client's
+        answers of the stateless era."""
         server = self.tool_server
         if method == "initialize":
             return self._initialize(params)
         if method == "ping":
             return {}
+        if method == "logging/setLevel":
+            return self._set_log_level(params.get("level"))
         if method == "tools/list":
             return self._page(server.list_tools(), "tools", params)
         if method == "tools/call":
             token = (params.get("_meta") or {}).get("progressToken")
             if on_progress is None and token is not None:
                 on_progress = self._progress_sender(token)
+            context = self._context(params, on_progress, answers, notify, ask)
             try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
                 return server.call_tool(params.get("name", ""), params.get("arguments") or {},
-                                        on_progress=on_progress)
+                                        on_progress=on_progress, context=context)
             except UnknownTool as exc:
                 raise McpError(INVALID_PARAMS, str(exc)) from None
             except ToolTimeout as exc:
@@ -82,11 +104,35 @@ class ToolServerAnswers:
         if method == "prompts/list" and server.has_prompts:
             return self._page(server.list_prompts(), "prompts", params)
         if method == "prompts/get" and server.has_prompts:
-            return server.get_prompt(params.get("name", ""), params.get("arguments") or {})
+            return server.get_prompt(params.get("name", ""), params.get("arguments") or {},
+                                     context=self._context(params, None, answers, notify, ask))
         raise MethodNotFound(method)
 
-    def _answer_modern(self, method: str, params: dict, on_progress=None) -> Any:
-        """The answer to a request of the stateless revision (its _meta checked first)."""
+    def _context(self, params: dict, on_progress, answers: dict | None,
+                 notify: Notify | None, ask: Ask | None) -> Context:
+        """The context of one request's handler: of the stateless era when ``answers`` is
+        given, else of the handshake era (a client reached with ``notify`` and ``ask``)."""
+        if answers is not None:
+            return stateless_context(params, notify, answers, on_progress)
+        meta = params.get("_meta")
+        return Context(meta=meta if isinstance(meta, dict) else None,
+                       client_capabilities=self.client_capabilities,
+                       client_info=self.client_info, protocol_version=self.protocol_version,
+                       link=RequestLink(notify, ask) if notify is not None else None,
+                       on_progress=on_progress, log_level=self.log_level)
+
+    def _set_log_level(self, level: Any) -> dict:
+        """``logging/setLevel``: checked, and kept where there is a session to keep it."""
+        if level not in LOG_LEVELS:
+            raise McpError(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}")
+        if self.keeps_log_level:
+            self.log_level = level
+        return {}
+
+    def _answer_modern(self, method: str, params: dict, on_progress=None,
+                       notify: Notify | None = None) -> Any:
+        """The answer to a request of the stateless revision (its _meta checked first); a
+        handler's log messages and progress go out with ``notify``."""
         check_envelope(params)
         if method == "server/discover":
             server = self.tool_server
@@ -95,7 +141,17 @@ class ToolServerAnswers:
         if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
                       "subscriptions/listen"):
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
-        result = self._answer(method, params, on_progress)
+        answers = None
+        if method in ROUND_METHODS:  # the methods whose handlers may ask the client
+            name = str(params.get("uri") if method == "resources/read" else params.get("name"))
+            answers = round_answers(self.tool_server.state_secret, method, name, params)
+            try:
+                result = self._answer(method, params, on_progress, answers=answers,
+                                      notify=notify)
+            except InputRequired as exc:
+                return input_required_result(self.tool_server.state_secret, method, name, exc)
+        else:
+            result = self._answer(method, params, on_progress)
         if not isinstance(result, dict):
             return result
         if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced
@@ -107,6 +163,8 @@ class ToolServerAnswers:
         (:meth:`ToolServer.resource_updated`), in the handshake era not subscribed to."""
         server = self.tool_server
         capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        if not modern:
+            capabilities["logging"] = {}
         if server.has_resources:
             capabilities["resources"] = {"listChanged": False, "subscribe": modern}
         if server.has_prompts:
@@ -138,6 +196,8 @@ class ToolServerAnswers:
 class ServedSession(ToolServerAnswers):
     """One client's conversation with a ToolServer over a transport."""
 
+    keeps_log_level = True
+
     def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
         super().__init__(tool_server, page_size=page_size)
         self._initialized = threading.Event()
@@ -150,6 +210,8 @@ class ServedSession(ToolServerAnswers):
         self.transport = transport
         self.era = ServedEra()
         self._listens: dict[Any, tuple[threading.Event, dict]] = {}
+        #: the contexts of the requests being answered, by request id
+        self._contexts: dict[Any, Context] = {}
         self._listens_lock = threading.Lock()
 
     def run(self) -> None:
@@ -173,12 +235,38 @@ class ServedSession(ToolServerAnswers):
     # -- requests ------------------------------------------------------------------------
 
     def _request(self, method: str, params: dict) -> Any:
-        if self.era.claim(method, params) == "legacy":
-            return self._answer(method, params)
-        if method == "subscriptions/listen":
-            check_envelope(params)
-            return self._listen(params)
-        return self._answer_modern(method, params)
+        request_id = self.session.current_request_id()
+        try:
+            if self.era.claim(method, params) == "legacy":
+                if method == "initialize":
+                    self._met(params)
+                return self._answer(method, params, notify=self.session.notify, ask=self._ask)
+            if method == "subscriptions/listen":
+                check_envelope(params)
+                return self._listen(params)
+            return self._answer_modern(method, params, notify=self.session.notify)
+        finally:
+            with self._listens_lock:
+                self._contexts.pop(request_id, None)
+
+    def _met(self, params: dict) -> None:
+        """What the client said of itself at initialize, for its handlers' contexts."""
+        capabilities, info = params.get("capabilities"), params.get("clientInfo")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.client_info = info if isinstance(info, dict) else None
+        self.protocol_version = params.get("protocolVersion")
+
+    def _context(self, params: dict, on_progress, answers, notify, ask) -> Context:
+        context = super()._context(params, on_progress, answers, notify, ask)
+        request_id = self.session.current_request_id()
+        context.request_id = request_id
+        with self._listens_lock:  # so that notifications/cancelled reaches its handler
+            self._contexts[request_id] = context
+        return context
+
+    def _ask(self, method: str, params: dict, timeout: float) -> Any:
+        """A question to the client, from a handler's thread: blocks for the answer."""
+        return self.session.request(method, params, timeout=timeout)
 
     def _listen(self, params: dict) -> dict:
         """One subscriptions/listen stream: acknowledged, then fed by _tools_changed until
@@ -208,8 +296,11 @@ class ServedSession(ToolServerAnswers):
         elif method == "notifications/cancelled":
             with self._listens_lock:
                 listen = self._listens.pop(params.get("requestId"), None)
+                context = self._contexts.get(params.get("requestId"))
             if listen is not None:
                 listen[0].set()
+            if context is not None:
+                context.cancel()
 
     def _tools_changed(self, _server) -> None:
         if self._initialized.is_set():

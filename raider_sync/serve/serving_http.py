@@ -61,6 +61,8 @@ from ..protocol.http_headers import headers_problem
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
+from .context import takes_context
+from .questions import Questions
 from .served import check_envelope, has_envelope, listen_ack
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
@@ -109,6 +111,7 @@ class ToolServerApp:
         self.path = path
         self.tool_server = tool_server
         self.answers = ToolServerAnswers(tool_server, page_size=page_size)
+        self.questions = Questions(f"{tool_server.key}-http")
         self.streams = StreamHub(tool_server, max_streams=max_streams, keepalive=keepalive)
 
     def close(self, timeout: float = 0.0) -> bool:
@@ -145,7 +148,8 @@ class ToolServerApp:
         if not isinstance(message, dict):
             return _error(start_response, None, INVALID_REQUEST,
                           "Invalid Request: the body must be one JSON-RPC message object")
-        if is_response(message):
+        if is_response(message):  # a client's answer to a handler's question, or stray
+            self.questions.answered(message)
             return _reply(start_response, "202 Accepted", None)
         problem = request_problem(message)
         if problem is not None:
@@ -167,11 +171,12 @@ class ToolServerApp:
                                         streams)
             token = (params.get("_meta") or {}).get("progressToken") \
                 if isinstance(params.get("_meta"), dict) else None
-            if method == "tools/call" and token is not None and streams:
+            if streams and (method == "tools/call" and token is not None
+                            or self._may_talk(method, params)):
                 if modern:
                     check_envelope(params)  # refused with its HTTP status, before the stream
-                return self._streamed_call(environ, start_response, message["id"], params,
-                                           token, modern)
+                return self._streamed_call(environ, start_response, message["id"], method,
+                                           params, token, modern)
             result = (self.answers._answer_modern if modern else self.answers._answer)(
                 method, params)
         except Exception as exc:  # noqa: BLE001 - mapped to the client's answer
@@ -213,20 +218,42 @@ class ToolServerApp:
                  "params": ack}
         return stream.body([first], disconnected=environ.get("waitress.client_disconnected"))
 
+    def _may_talk(self, method: str, params: dict) -> bool:
+        """Whether the handler of a request takes a context, and so may send log messages
+        or (in the handshake era) ask the client: its answer is then a stream."""
+        registry = self.tool_server._registry
+        if method == "tools/call":
+            found = registry.tools.get(params.get("name"))
+            return found is not None and found.wants_context
+        if method == "prompts/get":
+            prompt = registry.prompts.get(params.get("name"))
+            return prompt is not None and takes_context(prompt.render)
+        return False
+
     def _streamed_call(self, environ: dict, start_response: StartResponse, request_id: Any,
-                       params: dict, token: Any, modern: bool) -> Iterable[bytes]:
-        """A tools/call answered as a stream: its progress, then its answer. The tool runs
-        on a thread of its own (it ends with the call, bounded by the call timeout) while
-        this worker sends what it reports."""
+                       method: str, params: dict, token: Any,
+                       modern: bool) -> Iterable[bytes]:
+        """A request answered as a stream: its progress, log messages and (in the handshake
+        era) questions to the client, then its answer. The handler runs on a thread of its
+        own (it ends with the call, bounded by the call timeout) while this worker sends
+        what it reports."""
         stream = self.streams.call_stream()
 
-        def progress(value: float, total: float | None = None, text: str | None = None) -> None:
-            stream.put({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": progress_params(token, value, total, text)})
+        def notify(name: str, notification: dict) -> None:
+            stream.put({"jsonrpc": "2.0", "method": name, "params": notification})
 
-        answer = self.answers._answer_modern if modern else self.answers._answer
-        future = run_in_thread(lambda: answer("tools/call", params, progress),
-                               f"raider-{self.tool_server.key}-http-call")
+        def progress(value: float, total: float | None = None, text: str | None = None) -> None:
+            notify("notifications/progress", progress_params(token, value, total, text))
+
+        on_progress = progress if token is not None else None
+        if modern:
+            def answer() -> Any:
+                return self.answers._answer_modern(method, params, on_progress, notify=notify)
+        else:
+            def answer() -> Any:
+                return self.answers._answer(method, params, on_progress, notify=notify,
+                                            ask=self.questions.asker(stream.put))
+        future = run_in_thread(answer, f"raider-{self.tool_server.key}-http-call")
 
         def done(settled) -> None:
             error = settled.exception()
@@ -234,7 +261,7 @@ class ToolServerApp:
                 stream.end({"jsonrpc": "2.0", "id": request_id, "result": settled.result()})
             else:
                 stream.end({"jsonrpc": "2.0", "id": request_id,
-                            "error": _error_object("tools/call", error)})
+                            "error": _error_object(method, error)})
         future.add_done_callback(done)
         start_response("200 OK", list(_SSE_HEADERS))
         return stream.body(disconnected=environ.get("waitress.client_disconnected"))

@@ -11,6 +11,7 @@ Nothing here blocks the caller.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -20,9 +21,11 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from ..client.results import ToolResult, text_result
-from ..errors import NotConnected, ToolTimeout, UnknownTool
+from ..errors import McpError, NotConnected, ToolTimeout, UnknownTool
+from ..protocol.codes import MISSING_CAPABILITY
 from ..threads.futures import Deadlines, failed, resolved, then
 from ..threads.workers import Workers
+from .context import CONTEXT_PARAM, Context, InputRequired
 from .registry import PROGRESS_PARAM, LocalTool
 
 log = logging.getLogger("raider_sync.toolserver")
@@ -42,20 +45,27 @@ class ToolCalls:
         self.closed = False
 
     def call_f(self, tool: LocalTool | None, name: str, arguments: dict | None, bound: float,
-               on_progress: Callable | None) -> Future:
+               on_progress: Callable | None, context: Context | None = None) -> Future:
         """A future of the result of calling ``tool`` (None: the server has no tool
-        ``name``) with ``arguments``, failed with ToolTimeout after ``bound`` s."""
+        ``name``) with ``arguments``, failed with ToolTimeout after ``bound`` s (the
+        handler's ``context`` is then marked cancelled). A handler that ends a round of the
+        stateless era fails the future with InputRequired; one that asks the client for
+        what it did not declare, with McpError -32021."""
         if self.closed:
             return failed(NotConnected(f"tool server {self.name!r} is closed"))
         if tool is None:
             return failed(UnknownTool(f"tool server {self.name!r} has no tool {name!r}"))
+        if tool.wants_context and context is None:
+            context = Context(on_progress=on_progress)
         try:
-            call = self._prepare(tool, dict(arguments or {}), on_progress)
+            call = self._prepare(tool, dict(arguments or {}), on_progress, context)
         except _InvalidArguments as exc:
             return resolved(error_result(str(exc)))
         future = then(self._run(call, f"raider-{self.key}-tool"), _as_result)
         self._deadlines.watch(future, bound, lambda: ToolTimeout(
             f"tool {name} timed out after {bound:g} s"))
+        if context is not None:
+            future.add_done_callback(functools.partial(_cancel_unless_answered, context))
         return future
 
     def close(self) -> bool:
@@ -70,22 +80,25 @@ class ToolCalls:
         return first
 
     def _prepare(self, tool: LocalTool, arguments: dict,
-                 on_progress: Callable | None = None) -> Callable[[], Any]:
+                 on_progress: Callable | None = None,
+                 context: Context | None = None) -> Callable[[], Any]:
+        extra = {CONTEXT_PARAM: context} if context is not None and tool.wants_context else {}
         if tool.model is None:
             problems = check_schema(tool.input_schema, arguments)
             if problems:
                 raise _InvalidArguments(f"Invalid arguments for tool {tool.name}: {'; '.join(problems)}")
-            return lambda: tool.handler(arguments)
+            return lambda: tool.handler(arguments, **extra)
         try:
             model = tool.model.model_validate(arguments)
         except ValidationError as exc:
             raise _InvalidArguments(f"Invalid arguments for tool {tool.name}: "
                                     f"{describe_validation(exc)}") from None
         if tool.pass_model:
-            return lambda: tool.handler(model)
+            return lambda: tool.handler(model, **extra)
         values = {k: getattr(model, k) for k in type(model).model_fields}
         if tool.wants_progress:
             values[PROGRESS_PARAM] = _progress_reporter(on_progress)
+        values.update(extra)
         return lambda: tool.handler(**values)
 
     def _run(self, call: Callable[[], Any], name: str) -> Future:
@@ -94,6 +107,15 @@ class ToolCalls:
         def run() -> None:
             try:
                 value = call()
+            except InputRequired as exc:  # a round of the stateless era ends: not an error
+                outer.set_exception(exc)
+                return
+            except McpError as exc:
+                if exc.code != MISSING_CAPABILITY:
+                    outer.set_result(error_result(f"Error: {exc}"))
+                else:  # a question the client cannot answer: the protocol's error, not a result
+                    outer.set_exception(exc)
+                return
             except Exception as exc:  # noqa: BLE001 - a handler's failure is an error result
                 log.debug("tool handler failed", exc_info=True)
                 outer.set_result(error_result(f"Error: {exc}" if str(exc) else
@@ -164,6 +186,12 @@ def _settle_from(outer: Future, inner: Future) -> None:
         outer.set_result(error_result(f"Error: {inner.exception()}"))
     else:
         outer.set_result(inner.result())
+
+
+def _cancel_unless_answered(context: Context, future: Future) -> None:
+    """A call that did not end with its handler's answer (timed out) cancels its context."""
+    if future.cancelled() or future.exception() is not None:
+        context.cancel()
 
 
 def describe_validation(exc: ValidationError) -> str:

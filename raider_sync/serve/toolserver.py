@@ -33,10 +33,11 @@ from pydantic import BaseModel
 from ..client.launch import DEFAULT_CALL_TIMEOUT_S
 from ..client.results import ToolResult, text_result  # noqa: F401 - text_result importable from here as before
 from ..config import normalize_name
-from ..errors import McpError, RaiderError
+from ..errors import InvalidArgument, McpError, RaiderError
 from ..protocol.codes import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..threads.futures import failed, resolved, then, wait_bounded
 from ..threads.timeouts import seconds
+from .context import Context
 from .registry import (  # noqa: F401 - importable from here as before
     PROGRESS_PARAM,
     LocalPrompt,
@@ -46,6 +47,7 @@ from .registry import (  # noqa: F401 - importable from here as before
     local_prompt,
     local_tool,
 )
+from .request_state import new_secret
 from .tool_calls import ToolCalls, check_schema, describe_validation, error_result  # noqa: F401 - importable from here as before
 
 log = logging.getLogger("raider_sync.toolserver")
@@ -63,7 +65,8 @@ class ToolServer:
     transport = "local"
 
     def __init__(self, name: str, *, instructions: str | None = None, version: str = "0.1.0",
-                 max_workers: int = 8, call_timeout: float = DEFAULT_CALL_TIMEOUT_S):
+                 max_workers: int = 8, call_timeout: float = DEFAULT_CALL_TIMEOUT_S,
+                 state_secret: bytes | None = None):
         self.name = name
         self.key = normalize_name(name)
         self.instructions = instructions
@@ -71,6 +74,11 @@ class ToolServer:
         self.call_timeout = seconds(call_timeout, DEFAULT_CALL_TIMEOUT_S, "call_timeout",
                                     "ToolServer")
         self.server_info = {"name": name, "version": version}
+        if state_secret is not None and (not isinstance(state_secret, bytes) or len(state_secret) < 16):
+            raise InvalidArgument("ToolServer state_secret must be bytes, at least 16 of them")
+        #: signs the requestState of input_required rounds; give every process of one
+        #: server the same one (behind a load balancer), else each makes its own
+        self.state_secret = state_secret or new_secret()
         self.warnings: list[str] = []
         self.on_tools_changed: Callable[["ToolServer"], None] | None = None
         #: called once when the tool server is closed (BashTools closes its shells then)
@@ -185,30 +193,33 @@ class ToolServer:
 
     def call_tool_f(self, name: str, arguments: dict | None = None, *,
                     timeout: float | None = None, on_progress=None,
-                    raise_on_error: bool = False) -> Future:
+                    raise_on_error: bool = False, context: Context | None = None) -> Future:
         """A future of the tool's result dict. Fails with UnknownTool, NotConnected after
         close, or ToolTimeout once ``timeout`` s (default :attr:`call_timeout`) pass; the
         handler itself cannot be interrupted and finishes unseen. Bad arguments and handler
         exceptions are ``isError`` results (ToolError when ``raise_on_error``).
         ``on_progress(progress, total, message)`` receives what a handler with a ``progress``
-        parameter reports."""
+        parameter reports. A handler with a ``ctx`` parameter gets ``context`` (the serving
+        side gives one per request; by default a :class:`~.context.Context` with no client)."""
         try:
             bound = seconds(timeout, self.call_timeout, method="ToolServer.call_tool_f")
         except RaiderError as exc:
             return failed(exc)
         future = self._calls.call_f(self._registry.tools.get(name), name, arguments, bound,
-                                    on_progress)
+                                    on_progress, context)
         return then(future, ToolResult.raise_for_error) if raise_on_error else future
 
     def call_tool(self, name: str, arguments: dict | None = None, *,
                   timeout: float | None = None, on_progress=None,
-                  raise_on_error: bool = False) -> ToolResult:
+                  raise_on_error: bool = False, context: Context | None = None) -> ToolResult:
         """Blocking :meth:`call_tool_f`. Raises ToolTimeout after ``timeout`` s (default
-        :attr:`call_timeout`); the handler itself cannot be interrupted."""
+        :attr:`call_timeout`; the handler itself cannot be interrupted, its context says it
+        is cancelled)."""
         bound = seconds(timeout, self.call_timeout, method="ToolServer.call_tool")
         return wait_bounded(self.call_tool_f(name, arguments, timeout=bound,
                                              on_progress=on_progress,
-                                             raise_on_error=raise_on_error), bound)
+                                             raise_on_error=raise_on_error,
+                                             context=context), bound)
 
     # -- resources and prompts -----------------------------------------------------------
 
@@ -251,12 +262,15 @@ class ToolServer:
         return resolved(self.list_prompts())
 
     def get_prompt(self, name: str, arguments: dict | None = None, *,
-                   timeout: float | None = None) -> dict:
+                   timeout: float | None = None, context: Context | None = None) -> dict:
+        """The prompt rendered: ``{description, messages}``. Raises McpError -32602 for an
+        unknown prompt or arguments it does not take; a render function with a ``ctx``
+        parameter gets ``context``."""
         seconds(timeout, self.call_timeout, method="ToolServer.get_prompt")
         prompt = self._registry.prompts.get(name)
         if prompt is None:
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
-        return prompt.get(arguments)
+        return prompt.get(arguments, context)
 
     def get_prompt_f(self, name: str, arguments: dict | None = None, **kw) -> Future:
         try:

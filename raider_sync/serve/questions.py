@@ -1,0 +1,73 @@
+"""Questions a served handler puts to its client over HTTP (the handshake era), and the
+answers that come back in later POSTs.
+
+A request whose handler asks the client (``elicitation/create``, ``sampling/createMessage``,
+``roots/list``) is answered with an event stream; the question goes out on that stream as a
+JSON-RPC request with an id of the app's own, and the client POSTs its answer to the same
+endpoint. :class:`Questions` matches the answer to the question by that id. The answer must
+reach the process that asked: with several processes behind a load balancer, asking the
+client in the handshake era needs sticky routing (the stateless era asks with
+``input_required`` rounds instead, which any process can answer).
+"""
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable
+
+from ..errors import McpError, RequestTimeout
+from ..protocol.codes import INTERNAL_ERROR
+
+
+class Questions:
+    """The open questions of one app. Thread-safe."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._prefix = f"q-{secrets.token_hex(6)}-"  # never an id a client uses for itself
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._open: dict[str, Future] = {}
+
+    def asker(self, send: Callable[[dict], None]) -> Callable[[str, dict, float], Any]:
+        """``ask(method, params, timeout)``: put the question with ``send`` (onto the
+        request's stream) and block for the client's answer. Raises McpError for an error
+        answer and RequestTimeout when none comes within ``timeout`` s."""
+        def ask(method: str, params: dict, timeout: float) -> Any:
+            question_id = f"{self._prefix}{next(self._ids)}"
+            future: Future = Future()
+            with self._lock:
+                self._open[question_id] = future
+            try:
+                send({"jsonrpc": "2.0", "id": question_id, "method": method, "params": params})
+                try:
+                    return future.result(timeout)
+                except FutureTimeout:
+                    raise RequestTimeout(f"the client did not answer {method} within "
+                                         f"{timeout:g} s") from None
+            finally:
+                with self._lock:
+                    self._open.pop(question_id, None)
+        return ask
+
+    def answered(self, message: dict) -> bool:
+        """Hand a client's answer to the question it answers; False for an answer to no
+        open question (a late one, or not ours)."""
+        question_id = message.get("id")
+        with self._lock:
+            future = self._open.pop(question_id, None) if isinstance(question_id, str) else None
+        if future is None:
+            return False
+        error = message.get("error")
+        if error is not None:
+            code = error.get("code") if isinstance(error, dict) else None
+            text = error.get("message") if isinstance(error, dict) else None
+            future.set_exception(McpError(code if isinstance(code, int) else INTERNAL_ERROR,
+                                          str(text or "the client refused the question"),
+                                          error.get("data") if isinstance(error, dict) else None))
+        else:
+            future.set_result(message.get("result"))
+        return True
