@@ -9,7 +9,6 @@ when the tools change. Calling a tool is :mod:`.tool_calls`'.
 """
 from __future__ import annotations
 
-import base64
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -20,7 +19,9 @@ from pydantic import BaseModel, create_model
 from ..config import normalize_name
 from ..errors import McpError
 from ..protocol.codes import INVALID_PARAMS
+from .completions import Completer
 from .context import CONTEXT_PARAM, Context, takes_context
+from .templates import LocalTemplate, content_item
 
 #: a handler parameter of this name is not an argument: it receives a progress reporter
 PROGRESS_PARAM = "progress"
@@ -76,15 +77,7 @@ class LocalResource:
     def contents(self) -> list[dict]:
         """``[{uri, mimeType, text | blob}]``: what ``read()`` returns (it may block or
         raise), bytes as a base64 blob."""
-        value = self.read()
-        item: dict[str, Any] = {"uri": self.uri}
-        if self.mime_type:
-            item["mimeType"] = self.mime_type
-        if isinstance(value, (bytes, bytearray)):
-            item["blob"] = base64.b64encode(bytes(value)).decode("ascii")
-        else:
-            item["text"] = str(value)
-        return [item]
+        return [content_item(self.uri, self.mime_type, self.read())]
 
 
 @dataclass
@@ -123,6 +116,10 @@ class Registry:
         self.tools: dict[str, LocalTool] = {}
         self.resources: dict[str, LocalResource] = {}
         self.prompts: dict[str, LocalPrompt] = {}
+        #: resource templates by their URI template
+        self.templates: dict[str, LocalTemplate] = {}
+        #: completers by (reference, argument name): a prompt's name or a template's URI
+        self.completers: dict[tuple[str, str], Completer] = {}
 
     def add_tool(self, tool: LocalTool) -> None:
         """Register (or replace) ``tool``."""
@@ -141,6 +138,17 @@ class Registry:
 
     def add_prompt(self, prompt: LocalPrompt) -> None:
         self.prompts[prompt.name] = prompt
+
+    def add_template(self, template: LocalTemplate) -> None:
+        self.templates[template.uri_template] = template
+
+    def find_template(self, uri: str) -> tuple[LocalTemplate, dict[str, str]] | None:
+        """The first template that ``uri`` matches, with its variables."""
+        for template in list(self.templates.values()):
+            variables = template.match(uri)
+            if variables is not None:
+                return template, variables
+        return None
 
 
 def local_tool(name: str, handler: Callable, *, description: str | None = None,

@@ -49,8 +49,10 @@ def progress_params(token: Any, progress: float, total: float | None = None,
 class ToolServerAnswers:
     """What a served ToolServer answers, whatever carries the requests (stdio, HTTP)."""
 
-    #: whether ``logging/setLevel`` is kept (only where one client's session is served)
+    #: whether ``logging/setLevel`` and resource subscriptions are kept (only where one
+    #: client's session is served)
     keeps_log_level = False
+    keeps_subscriptions = False
 
     def __init__(self, tool_server, *, page_size: int = PAGE_SIZE):
         self.tool_server = tool_server
@@ -61,6 +63,9 @@ class ToolServerAnswers:
         self.client_capabilities: dict | None = None
         self.client_info: dict | None = None
         self.protocol_version: str | None = None
+        #: the URIs the client subscribed to (the handshake era's resources/subscribe)
+        self.subscriptions: set[str] = set()
+        self._subscriptions_lock = threading.Lock()
 
     def _progress_sender(self, token: Any):
         return None  # nothing to send progress on
@@ -98,7 +103,12 @@ class ToolServerAnswers:
         if method == "resources/list" and server.has_resources:
             return self._page(server.list_resources(), "resources", params)
         if method == "resources/templates/list" and server.has_resources:
-            return {"resourceTemplates": []}
+            return self._page(server.list_resource_templates(), "resourceTemplates", params)
+        if method in ("resources/subscribe", "resources/unsubscribe") and server.has_resources:
+            return self._subscribe(params.get("uri"), method == "resources/subscribe")
+        if method == "completion/complete" and server.has_completions:
+            return server.complete(params.get("ref"), params.get("argument"),
+                                   params.get("context"))
         if method == "resources/read" and server.has_resources:
             return {"contents": server.read_resource(params.get("uri", ""))}
         if method == "prompts/list" and server.has_prompts:
@@ -120,6 +130,18 @@ class ToolServerAnswers:
                        client_info=self.client_info, protocol_version=self.protocol_version,
                        link=RequestLink(notify, ask) if notify is not None else None,
                        on_progress=on_progress, log_level=self.log_level)
+
+    def _subscribe(self, uri: Any, subscribed: bool) -> dict:
+        """``resources/subscribe`` and ``unsubscribe`` of the handshake era: where a session
+        keeps them (:attr:`keeps_subscriptions`), its client gets
+        ``notifications/resources/updated`` for the URI."""
+        if not isinstance(uri, str) or not uri:
+            raise McpError(INVALID_PARAMS, "uri must be a non-empty string")
+        if not self.keeps_subscriptions:
+            raise MethodNotFound("resources/subscribe")
+        with self._subscriptions_lock:
+            (self.subscriptions.add if subscribed else self.subscriptions.discard)(uri)
+        return {}
 
     def _set_log_level(self, level: Any) -> dict:
         """``logging/setLevel``: checked, and kept where there is a session to keep it."""
@@ -166,9 +188,12 @@ class ToolServerAnswers:
         if not modern:
             capabilities["logging"] = {}
         if server.has_resources:
-            capabilities["resources"] = {"listChanged": False, "subscribe": modern}
+            capabilities["resources"] = {"listChanged": False,
+                                         "subscribe": modern or self.keeps_subscriptions}
         if server.has_prompts:
             capabilities["prompts"] = {"listChanged": False}
+        if server.has_completions:
+            capabilities["completions"] = {}
         return capabilities
 
     def _initialize(self, params: dict) -> dict:
@@ -197,6 +222,7 @@ class ServedSession(ToolServerAnswers):
     """One client's conversation with a ToolServer over a transport."""
 
     keeps_log_level = True
+    keeps_subscriptions = True
 
     def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
         super().__init__(tool_server, page_size=page_size)
@@ -308,6 +334,10 @@ class ServedSession(ToolServerAnswers):
         self._to_listens(tools_changed=True)
 
     def _resource_updated(self, uri: str) -> None:
+        with self._subscriptions_lock:
+            subscribed = uri in self.subscriptions
+        if subscribed:  # the handshake era's subscription
+            self.session.notify("notifications/resources/updated", {"uri": uri})
         self._to_listens(uri=uri)
 
     def _to_listens(self, **change: Any) -> None:

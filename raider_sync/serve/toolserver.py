@@ -37,6 +37,7 @@ from ..errors import InvalidArgument, McpError, RaiderError
 from ..protocol.codes import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..threads.futures import failed, resolved, then, wait_bounded
 from ..threads.timeouts import seconds
+from .completions import Completer, complete, reference_key
 from .context import Context
 from .registry import (  # noqa: F401 - importable from here as before
     PROGRESS_PARAM,
@@ -48,6 +49,7 @@ from .registry import (  # noqa: F401 - importable from here as before
     local_tool,
 )
 from .request_state import new_secret
+from .templates import LocalTemplate, is_template
 from .tool_calls import ToolCalls, check_schema, describe_validation, error_result  # noqa: F401 - importable from here as before
 
 log = logging.getLogger("raider_sync.toolserver")
@@ -167,10 +169,41 @@ class ToolServer:
     def remove_tool(self, name: str) -> None:
         self._registry.remove_tool(name)
 
-    def add_resource(self, uri: str, read: Callable[[], Any], *, name: str | None = None,
+    def add_resource(self, uri: str, read: Callable[..., Any], *, name: str | None = None,
                      mime_type: str | None = "text/plain", description: str | None = None) -> None:
-        """Offer a resource; ``read()`` returns its text (str) or bytes (sent as a blob)."""
-        self._registry.add_resource(LocalResource(uri, name or uri, read, mime_type, description))
+        """Offer a resource; ``read()`` returns its text (str) or bytes (sent as a blob).
+        A ``uri`` with ``{name}`` expressions is a resource template (listed by
+        resources/templates/list): any URI that matches it is read with
+        ``read(**variables)``. Raises ValueError for a template expression other than
+        ``{name}`` and ``{+name}``."""
+        if is_template(uri):
+            self._registry.add_template(LocalTemplate(uri, name or uri, read, mime_type,
+                                                      description))
+        else:
+            self._registry.add_resource(LocalResource(uri, name or uri, read, mime_type,
+                                                      description))
+
+    def completion(self, ref: str, argument: str) -> Callable:
+        """Decorator form of :meth:`add_completion`."""
+        def register(fn: Callable) -> Callable:
+            self.add_completion(ref, argument, fn)
+            return fn
+        return register
+
+    def add_completion(self, ref: str, argument: str, values: Completer) -> None:
+        """Offer completions (``completion/complete``) for ``argument`` of the prompt or
+        resource template ``ref`` (its name, or its URI template): ``values(value,
+        arguments)`` returns the suggestions for what was typed, or ``values`` is a fixed
+        list (those that start with what was typed are offered)."""
+        self._registry.completers[(ref, argument)] = values
+
+    def complete(self, ref: dict, argument: dict, context: dict | None = None) -> dict:
+        """The answer to ``completion/complete``: ``{"completion": {"values": [...]}}``
+        (empty for an argument nobody completes). Raises McpError -32602 for a malformed
+        ``ref`` or ``argument``; what a completer raises, it raises."""
+        key = reference_key(ref)
+        name = argument.get("name") if isinstance(argument, dict) else None
+        return complete(self._registry.completers.get((key, str(name))), argument, context)
 
     def resource(self, uri: str, **kw) -> Callable:
         def register(fn: Callable) -> Callable:
@@ -225,7 +258,12 @@ class ToolServer:
 
     @property
     def has_resources(self) -> bool:
-        return bool(self._registry.resources)
+        return bool(self._registry.resources or self._registry.templates)
+
+    @property
+    def has_completions(self) -> bool:
+        """Whether there is anything to complete (prompts with arguments, templates)."""
+        return bool(self._registry.prompts or self._registry.templates)
 
     @property
     def has_prompts(self) -> bool:
@@ -239,13 +277,23 @@ class ToolServer:
         return resolved(self.list_resources())
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
-        """The contents of a resource: ``[{uri, mimeType, text | blob}]``. Raises McpError
+        """The contents of a resource: ``[{uri, mimeType, text | blob}]``, of a resource
+        offered by that URI or else of the first template it matches. Raises McpError
         -32002 for an unknown uri."""
         seconds(timeout, self.call_timeout, method="ToolServer.read_resource")
         resource = self._registry.resources.get(uri)
-        if resource is None:
-            raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}")
-        return resource.contents()
+        if resource is not None:
+            return resource.contents()
+        found = self._registry.find_template(uri)
+        if found is None:
+            raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        template, variables = found
+        return template.contents(uri, variables)
+
+    def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
+        """The resource templates: ``[{uriTemplate, name, mimeType, description}]``."""
+        seconds(timeout, self.call_timeout, method="ToolServer.list_resource_templates")
+        return [t.definition() for t in list(self._registry.templates.values())]
 
     def read_resource_f(self, uri: str, *, timeout: float | None = None) -> Future:
         try:

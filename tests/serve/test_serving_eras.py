@@ -85,7 +85,7 @@ def test_initialize_after_discover_is_refused():
 def test_a_stateless_listen_over_stdio_carries_resource_updates():
     """A served ToolServer announces :meth:`resource_updated` to the listens that asked for
     the resource (or one above it), tagged with their request id; the handshake era offers
-    no resource subscriptions."""
+    resources/subscribe instead (test_resources_served.py)."""
     from raider_sync import ToolServer
 
     with ToolServer("local") as tools:
@@ -103,7 +103,7 @@ def test_a_stateless_listen_over_stdio_carries_resource_updates():
                 assert event["params"]["uri"] == "local://notes/a", \
                     "the update not asked for, sent first, was not sent"
         with McpServer.in_process(tools, protocol="legacy") as server:
-            assert server.capabilities["resources"]["subscribe"] is False
+            assert server.capabilities["resources"]["subscribe"] is True
 
 
 def test_requests_read_before_the_input_ends_are_all_answered(monkeypatch):
