@@ -2,6 +2,8 @@
 
 - :data:`UP`: the statuses in which calls are sent; :func:`unreachable`: an HTTP failure
   that makes a connected server ``degraded``.
+- :data:`live`: the servers not stopped yet, whose processes
+  :func:`stop_forgotten_servers` kills at exit if the program forgot to stop them.
 - :class:`Restarts` keeps the count of a :class:`~raider_sync.config.RestartPolicy`: crashes,
   restarts in a row, and when the next one may come.
 - :class:`InFlight` counts the requests sent and not yet settled, so that a stop may drain
@@ -11,6 +13,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import weakref
@@ -27,6 +30,25 @@ from ..transports.statuses import Status, classify_error
 UP = ("connected", "degraded")
 #: servers not stopped yet, killed at exit if the program forgot them
 live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def stop_forgotten_servers() -> None:
+    """Kill the processes of servers a program forgot to stop."""
+    for server in list(live):
+        try:
+            server.kill_now()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# At exit the interpreter joins every pool thread before atexit hooks run; a pool thread still
+# reading the answer of a pending call would hold the exit until the call's deadline. The
+# threading hook runs before that join (hooks run newest first; concurrent.futures registered
+# its join when it was imported, before this module); atexit is the fallback.
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(stop_forgotten_servers)
+atexit.register(stop_forgotten_servers)
+
 
 #: a connection that lasted this long (or the policy's longest backoff, if longer) ends a
 #: run of restarts: the next crash counts as the first again
