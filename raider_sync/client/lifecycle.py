@@ -8,6 +8,7 @@
   restarts in a row, and when the next one may come.
 - :class:`InFlight` counts the requests sent and not yet settled, so that a stop may drain
   them: once it closes, a request is refused before anything is sent.
+- :func:`failure_reason` says why a start failed, in a sentence.
 - :func:`when_started` makes a call wait for a start under way, bounded by the call's own
   timeout, without a thread of its own.
 """
@@ -21,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ..config import RestartPolicy
-from ..errors import TransportError
+from ..errors import McpError, TransportError, UnsupportedProtocol, last_stderr_line
 from ..protocol import REPEATABLE_METHODS
 from ..threads.futures import Deadline, Deadlines, settle
 from ..transports.statuses import Status, classify_error
@@ -65,6 +66,23 @@ def unreachable(error: TransportError) -> bool:
     """An HTTP failure that says nothing reached the server (or its gateway gave up on it);
     the request's own timeout is not one (see :mod:`raider_sync.transports.statuses`)."""
     return classify_error(error) is Status.UNREACHABLE
+
+
+def failure_reason(exc: BaseException, stderr_tail: list[str], diagnosis: str | None) -> str:
+    """Why a start failed, in a sentence, with a stdio server's last stderr line and the
+    transport's ``diagnosis``."""
+    if isinstance(exc, UnsupportedProtocol):
+        message = exc.message
+    elif isinstance(exc, McpError):
+        message = f"the server answered with an error: {exc}"
+    else:
+        message = str(exc)
+    last = last_stderr_line(stderr_tail)
+    if last and last not in message:
+        message = f"{message} (last stderr line: {last})"
+    if diagnosis:
+        message = f"{message}: {diagnosis}"
+    return message or type(exc).__name__
 
 
 def restart_policy(value: Any) -> RestartPolicy | None:
