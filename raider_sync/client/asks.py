@@ -5,9 +5,12 @@ completions, the log level, resource subscriptions, ping, and any method by name
 waited for within the request's deadline, ``Connection.when_up_f``, then the era's
 ``request_f``), fails at once one whose capability the connected server does not declare,
 and shapes the answer. It keeps the resource subscriptions, so a new session subscribes
-again. Its :class:`~raider_sync.McpServer` keeps the public methods and their docs; their
-arguments and timeouts are checked here, in the order the face's docs give, with the face's
-own timeout rule (``bound``).
+again. Its :class:`~raider_sync.McpServer` keeps the public methods and their docs; those
+of these requests delegate to the method of the same name here (``request_f`` and
+``request``: to :meth:`Asks.request_any_f` and :meth:`Asks.request_any`), which checks the
+arguments (a malformed one raises) and the timeout, by the face's own rule ``bound`` (a bad
+one fails the future of an ``_f`` method, and is raised by a blocking one), as the face's
+docs say.
 """
 from __future__ import annotations
 
