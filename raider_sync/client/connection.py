@@ -22,13 +22,20 @@ from ..errors import (
     NotConnected,
     RequestTimeout,
     TransportError,
-    UnsupportedProtocol,
     last_stderr_line,
 )
 from ..jsonrpc import Session
 from ..threads.futures import Deadline, Deadlines, failed, resolved
 from .eras.era_seam import Era, EraHost, open_era
-from .lifecycle import UP, InFlight, Restarts, repeatable, unreachable, when_started
+from .lifecycle import (
+    UP,
+    InFlight,
+    Restarts,
+    failure_reason,
+    repeatable,
+    unreachable,
+    when_started,
+)
 
 #: ``send(session, era, deadline, inline)``: a request sent on a ready connection
 Send = Callable[[Session, Era, Deadline, bool], Future]
@@ -219,22 +226,10 @@ class Connection:
         self.hooks.renewed(session, era)
 
     def describe_failure(self, exc: BaseException) -> str:
-        """Why a start failed, in a sentence, with a stdio server's last stderr line and the
-        transport's diagnosis."""
-        if isinstance(exc, UnsupportedProtocol):
-            message = exc.message
-        elif isinstance(exc, McpError):
-            message = f"the server answered with an error: {exc}"
-        else:
-            message = str(exc)
-        last = last_stderr_line(self.stderr_tail)
-        if last and last not in message:
-            message = f"{message} (last stderr line: {last})"
+        """Why a start failed, in a sentence (see :func:`.lifecycle.failure_reason`)."""
         transport = self.transport
-        hint = transport.diagnosis if transport is not None else None
-        if hint:
-            message = f"{message}: {hint}"
-        return message or type(exc).__name__
+        return failure_reason(exc, self.stderr_tail,
+                              transport.diagnosis if transport is not None else None)
 
     # -- requests ------------------------------------------------------------------------
 
@@ -409,6 +404,3 @@ class Connection:
             transport.close() if grace else transport.kill_now()
         if session is not None:  # joined once the transport can no longer block a handler
             session.close(error)
-
-    def kill_now(self) -> None:
-        self.shutdown(grace=False)

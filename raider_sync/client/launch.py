@@ -1,7 +1,8 @@
-"""What a server spec starts: the call timeout, a stdio server's environment, the fingerprint.
+"""What a server spec starts: the call timeout, a stdio server's environment, the fingerprint,
+the OAuth of an HTTP server.
 
-Pure functions of a :class:`ServerSpec` (and the environment it inherits), so they can be
-read and tested without starting anything.
+Functions of a :class:`ServerSpec` (and the environment it inherits, or the ``auth`` its
+server was given), so they can be read and tested without starting anything.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 from typing import Any, Mapping
 
 from ..config import ServerSpec
+from ..errors import ConfigError
 
 DEFAULT_STARTUP_TIMEOUT_MS = 30000
 #: the call timeout when neither the spec's ``timeout`` nor MCP_TOOL_TIMEOUT gives one
@@ -101,3 +103,31 @@ def what_changed(old: dict[str, Any], new: dict[str, Any]) -> str:
         else:
             changes.append(field)
     return ", ".join(changes)
+
+
+def auth_for(spec: ServerSpec, auth: Any) -> Any:
+    """The OAuth of an HTTP server: ``auth`` (an OAuth, bound to the server; or a factory
+    called with the spec), else one made from the entry's oauth block. None for stdio, and
+    for an entry that sets its own ``Authorization`` header without an ``oauth`` key: OAuth
+    does not take such an entry over unless the entry asks for it (or a factory does)."""
+    if spec.transport not in ("http", "sse"):
+        return None
+    from ..auth import OAuth
+    url = spec.url
+    if url is None:  # McpConfig refuses such an entry; a ServerSpec made by hand may lack it
+        raise ConfigError(f"{spec.name}: an {spec.transport} server needs a url")
+    own_header = spec.oauth is None and any(
+        name.lower() == "authorization" for name in spec.headers)
+    if auth is None:
+        return None if own_header else OAuth.for_spec(spec)
+    if isinstance(auth, OAuth):
+        return None if own_header else auth.bind(url, spec.name)
+    if callable(auth):
+        made = auth(spec)
+        if made is None:
+            return None
+        if not isinstance(made, OAuth):
+            raise TypeError(f"auth factory must return an OAuth, not {type(made).__name__}")
+        return made.bind(url, spec.name)
+    raise TypeError(f"auth must be an OAuth or a factory fn(spec) -> OAuth, not "
+                    f"{type(auth).__name__}")

@@ -2,15 +2,19 @@
 
 - :data:`UP`: the statuses in which calls are sent; :func:`unreachable`: an HTTP failure
   that makes a connected server ``degraded``.
+- :data:`live`: the servers not stopped yet, whose processes
+  :func:`stop_forgotten_servers` kills at exit if the program forgot to stop them.
 - :class:`Restarts` keeps the count of a :class:`~raider_sync.config.RestartPolicy`: crashes,
   restarts in a row, and when the next one may come.
 - :class:`InFlight` counts the requests sent and not yet settled, so that a stop may drain
   them: once it closes, a request is refused before anything is sent.
+- :func:`failure_reason` says why a start failed, in a sentence.
 - :func:`when_started` makes a call wait for a start under way, bounded by the call's own
   timeout, without a thread of its own.
 """
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import weakref
@@ -18,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ..config import RestartPolicy
-from ..errors import TransportError
+from ..errors import McpError, TransportError, UnsupportedProtocol, last_stderr_line
 from ..protocol import REPEATABLE_METHODS
 from ..threads.futures import Deadline, Deadlines, settle
 from ..transports.statuses import Status, classify_error
@@ -27,6 +31,25 @@ from ..transports.statuses import Status, classify_error
 UP = ("connected", "degraded")
 #: servers not stopped yet, killed at exit if the program forgot them
 live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def stop_forgotten_servers() -> None:
+    """Kill the processes of servers a program forgot to stop."""
+    for server in list(live):
+        try:
+            server.kill_now()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# At exit the interpreter joins every pool thread before atexit hooks run; a pool thread still
+# reading the answer of a pending call would hold the exit until the call's deadline. The
+# threading hook runs before that join (hooks run newest first; concurrent.futures registered
+# its join when it was imported, before this module); atexit is the fallback.
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(stop_forgotten_servers)
+atexit.register(stop_forgotten_servers)
+
 
 #: a connection that lasted this long (or the policy's longest backoff, if longer) ends a
 #: run of restarts: the next crash counts as the first again
@@ -43,6 +66,23 @@ def unreachable(error: TransportError) -> bool:
     """An HTTP failure that says nothing reached the server (or its gateway gave up on it);
     the request's own timeout is not one (see :mod:`raider_sync.transports.statuses`)."""
     return classify_error(error) is Status.UNREACHABLE
+
+
+def failure_reason(exc: BaseException, stderr_tail: list[str], diagnosis: str | None) -> str:
+    """Why a start failed, in a sentence, with a stdio server's last stderr line and the
+    transport's ``diagnosis``."""
+    if isinstance(exc, UnsupportedProtocol):
+        message = exc.message
+    elif isinstance(exc, McpError):
+        message = f"the server answered with an error: {exc}"
+    else:
+        message = str(exc)
+    last = last_stderr_line(stderr_tail)
+    if last and last not in message:
+        message = f"{message} (last stderr line: {last})"
+    if diagnosis:
+        message = f"{message}: {diagnosis}"
+    return message or type(exc).__name__
 
 
 def restart_policy(value: Any) -> RestartPolicy | None:

@@ -11,29 +11,30 @@ that runs out is cancelled on the server (``notifications/cancelled``) and fails
 
 McpServer is a face over parts it owns, each with one job: a
 :class:`~raider_sync.client.connection.Connection` (transport, session, era and status), a
-:class:`~raider_sync.client.catalog.Catalog` (tools and cached lists) and an
+:class:`~raider_sync.client.catalog.Catalog` (tools and cached lists), an
+:class:`~raider_sync.client.asks.Asks` (every request but a tool call), an
+:class:`~raider_sync.client.inbox.Inbox` (what the server sends unasked) and an
 :class:`~raider_sync.client.eras.host.EraHost` (what the eras share across connections).
-Every request goes one way: a timeout checked here, then ``Connection.when_up_f`` (the one
-status check), then the era's ``request_f``.
+Every request goes one way: a timeout checked once by this face's rule, then
+``Connection.when_up_f`` (the one status check), then the era's ``request_f``.
 """
 from __future__ import annotations
 
-import atexit
 import logging
 import os
-import threading
 from concurrent.futures import Future
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from .._version import __version__
 from ..config import RestartPolicy, ServerSpec
-from ..errors import ConfigError, McpError, RaiderError, RequestTimeout, ToolTimeout, UnknownTool
+from ..errors import ConfigError, McpError, RaiderError, ToolTimeout, UnknownTool
 from ..jsonrpc import INTERNAL_ERROR, ProgressCallback, Session
-from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, fetch_all_pages
-from ..threads.futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
+from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
+from ..threads.futures import Deadline, failed, resolved, run_in_thread, wait_bounded
 from ..transports import open_transport
 from . import launch
 from . import telemetry as _telemetry
+from .asks import Asks
 from .budget import ToolBudget, budget_of
 from .calls import poll_seconds, seconds, tool_arguments, unknown_tool_message
 from .capabilities import ClientCapabilities, Handler, Roots
@@ -46,15 +47,7 @@ from .filters import ToolFilter
 from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
 from .results import ToolResult
-from .surface import (
-    LOG_LEVELS,
-    LogCallback,
-    ResourceCallback,
-    check_request,
-    completion_argument,
-    completion_ref,
-    refusal,
-)
+from .surface import LogCallback, ResourceCallback
 
 
 class McpServer:
@@ -102,7 +95,7 @@ class McpServer:
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
         self.spec = spec
-        self.auth = _auth_for(spec, auth)
+        self.auth = launch.auth_for(spec, auth)
         self.startup_timeout_ms = (startup_timeout_ms if startup_timeout_ms is not None
                                    else launch.startup_timeout_ms())
         self.base_env = dict(os.environ if base_env is None else base_env)
@@ -129,8 +122,6 @@ class McpServer:
         self.protocol = era_seam.check_choice(protocol or spec.protocol or "auto")
         self.probe_timeout = probe_timeout
         self.max_input_rounds = max_input_rounds
-        self._lock = threading.RLock()
-        self._subscriptions: set[str] = set()
         self.warnings: list[str] = []
         self._learn(None)  # era, protocol_version, capabilities, server_info, instructions
         self._host = EraHost(
@@ -142,8 +133,9 @@ class McpServer:
             is_up=lambda: self.status in UP)
         self._catalog = Catalog(
             key=self.key, name=self.name, log=self.log, tool_filter=self.tool_filter,
-            fetch_all=self._fetch_all, call_timeout=self.call_timeout, warnings=self.warnings,
-            check_tool=self._check_tool, on_changed=lambda: self._inbox.tools_changed())
+            fetch_all=lambda *args: self._asks.fetch_all(*args), call_timeout=self.call_timeout,
+            warnings=self.warnings, check_tool=self._check_tool,
+            on_changed=lambda: self._inbox.tools_changed())
         self._inbox = Inbox(self, catalog=self._catalog, host=self._host,
                             handlers=self.client_handlers, log=self.log)
         self._connection = Connection(
@@ -157,6 +149,8 @@ class McpServer:
                         renewed=self._renewed, stopped=self._stopped,
                         observer=(self.telemetry.observer(self)
                                   if self.telemetry is not None else None)))
+        self._asks = Asks(self, connection=self._connection, bound=self._bound, wait=self._wait,
+                          log=self.log)
         live.add(self)
 
     def __repr__(self) -> str:
@@ -323,9 +317,6 @@ class McpServer:
             except Exception:  # noqa: BLE001
                 self.log.exception("on_status failed")
 
-    def _not_connected(self, note: str = "") -> RaiderError:
-        return self._connection.not_connected(note)
-
     # -- what a connection learns --------------------------------------------------------
 
     def _learn(self, era: Era | None) -> None:
@@ -358,37 +349,14 @@ class McpServer:
         # not on this thread: it is inside the transport's renewal, which the re-list (and so
         # a list_tools() in the callback) waits for
         session.run_in_order(self._inbox.tools_changed)
-        session.run_in_order(self._resubscribe)  # the new session has no subscriptions
+        session.run_in_order(self._asks.resubscribe)  # the new session has no subscriptions
 
     # -- sending -------------------------------------------------------------------------
 
-    def _request_f(self, method: str, params: dict | None, bound: float, *,
-                   inline: bool = False, cache: str = "use",
-                   timeout_error: type[RequestTimeout] = RequestTimeout,
-                   what: str | None = None, **options: Any) -> Future:
-        """``method`` sent the way the era wants (``_meta``, headers, ``input_required``
-        rounds), after a start under way, all within one deadline ``bound`` s from now (a
-        timeout the public method checked); ``options`` go to the session (``on_progress``,
-        ``transform``)."""
-        def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
-            return era.request_f(method, params, cache, deadline=deadline, inline=inline,
-                                 wait=inline, timeout_error=timeout_error, **options)
-
-        return self._connection.when_up_f(self, Deadline(bound), send, inline, timeout_error,
-                                          what or method)
-
-    def _fetch_all(self, method: str, field: str, timeout: float,
-                   timeout_message: str | None = None, cache: str = "use") -> list[dict]:
-        """Every page of a paginated list, within ``timeout`` s in all, on the connection as
-        it is (also while it starts)."""
-        def request(params: dict | None, seconds: float) -> dict:
-            connection = self._connection
-            session, era = connection.session, connection.era
-            if session is None or era is None:
-                raise self._not_connected()
-            return wait_bounded(era.request_f(method, params, cache, timeout=seconds, wait=True,
-                                              timeout_message=timeout_message), seconds)
-        return fetch_all_pages(request, field, timeout)
+    def _request_f(self, method: str, params: dict | None, bound: float,
+                   **options: Any) -> Future:
+        """``method`` sent the one way, within ``bound`` s (see :meth:`Asks.request_f`)."""
+        return self._asks.request_f(method, params, bound, **options)
 
     def _wait(self, future: Future, timeout: float) -> Any:
         """The future's result, bounded; an interrupt cancels what the future stands for."""
@@ -548,15 +516,7 @@ class McpServer:
                      timeout: float | None = None) -> Future:
         """A future of prompts/get's result ({description, messages}); ``timeout`` (s,
         default the call timeout) bounds it, and the request is cancelled then."""
-        try:
-            bound = self._bound(timeout, "get_prompt_f")
-            arguments = tool_arguments(arguments, name)
-        except RaiderError as exc:
-            return failed(exc)
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = {k: str(v) for k, v in arguments.items()}
-        return self._request_f("prompts/get", params, bound)
+        return self._asks.get_prompt_f(name, arguments, timeout)
 
     def get_prompt(self, name: str, arguments: dict | None = None, *,
                    timeout: float | None = None) -> dict:
@@ -590,12 +550,7 @@ class McpServer:
                         cache: str = "use") -> Future:
         """A future of resources/read's contents: ``[{uri, mimeType, text | blob}]``.
         ``cache`` applies to a stateless server's cacheable answers."""
-        try:
-            bound = self._bound(timeout, "read_resource_f")
-        except RaiderError as exc:
-            return failed(exc)
-        return then(self._request_f("resources/read", {"uri": uri}, bound, cache=cache),
-                    lambda result: list(result.get("contents") or []))
+        return self._asks.read_resource_f(uri, timeout, cache)
 
     def read_resource(self, uri: str, *, timeout: float | None = None,
                       cache: str = "use") -> list[dict]:
@@ -606,12 +561,7 @@ class McpServer:
         """A future of the server's skills (``skills/list``, every page): entries with their
         ``uri``, ``frontmatter`` and ``resources`` (size and digest per file). Nothing is read.
         See :mod:`raider_sync.client.skills`."""
-        from . import skills
-        try:
-            bound = self._bound(timeout, "list_skills_f")
-        except RaiderError as exc:
-            return failed(exc)
-        return run_in_thread(lambda: skills.list_skills(self, bound), f"raider-{self.key}-skills")
+        return self._asks.list_skills_f(timeout)
 
     def list_skills(self, *, timeout: float | None = None) -> list[dict]:
         bound = self._bound(timeout, "list_skills")
@@ -621,13 +571,7 @@ class McpServer:
         """A future of one skill, every file read and verified (size, sha256 digest, SKILL.md's
         frontmatter against its entry): ``{uri, frontmatter, body, files}``. Fails with
         SkillRejected on any mismatch, before anything more is read."""
-        from . import skills
-        try:
-            bound = self._bound(timeout, "get_skill_f")
-        except RaiderError as exc:
-            return failed(exc)
-        return run_in_thread(lambda: skills.get_skill(self, uri, bound),
-                             f"raider-{self.key}-skills")
+        return self._asks.get_skill_f(uri, timeout)
 
     def get_skill(self, uri: str, *, timeout: float | None = None) -> dict:
         bound = self._bound(timeout, "get_skill")
@@ -638,13 +582,7 @@ class McpServer:
         when the server does not answer within ``timeout`` s. The outcome shows in
         :attr:`status`: unanswered, a connected server reads ``degraded``; answered, a
         degraded one reads ``connected`` again."""
-        bound = seconds(timeout, 10.0, method="McpServer.ping")
-        method = "server/discover" if self.era == "modern" else "ping"
-        try:
-            self._wait(self._request_f(method, None, bound, inline=True), bound)
-        except RequestTimeout as exc:
-            self._connection.degraded(f"ping: {exc}")
-            raise
+        self._asks.ping(timeout)
 
     # -- server log messages, completion, subscriptions, any method ----------------------
 
@@ -653,15 +591,7 @@ class McpServer:
         a future of None. Raises ConfigError for a level that is not one of
         :data:`~raider_sync.client.surface.LOG_LEVELS`; the future fails with McpError when
         the server has no logging."""
-        if level not in LOG_LEVELS:
-            raise ConfigError(f"level: {level!r} is not an MCP log level "
-                              f"(use {', '.join(LOG_LEVELS)})")
-        try:
-            bound = self._bound(timeout, "set_log_level_f")
-        except RaiderError as exc:
-            return failed(exc)
-        return self._offered("logging", "logging") or then(
-            self._request_f("logging/setLevel", {"level": level}, bound), _none)
+        return self._asks.set_log_level_f(level, timeout)
 
     def set_log_level(self, level: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`set_log_level_f`."""
@@ -679,20 +609,7 @@ class McpServer:
         ``context`` the values of arguments already chosen, ``{name: value}``. Raises
         ConfigError naming a malformed argument; the future fails with McpError when the
         server has no completions."""
-        params: dict[str, Any] = {"ref": completion_ref(ref),
-                                  "argument": completion_argument(argument)}
-        if context:
-            if not isinstance(context, dict):
-                raise ConfigError("context: expected a dict of argument names to values")
-            arguments = context.get("arguments", context)
-            params["context"] = {"arguments": {str(k): str(v) for k, v in arguments.items()}}
-        try:
-            bound = self._bound(timeout, "complete_f")
-        except RaiderError as exc:
-            return failed(exc)
-        return self._offered("completions", "completion") or then(
-            self._request_f("completion/complete", params, bound),
-            lambda result: dict((result or {}).get("completion") or {"values": []}))
+        return self._asks.complete_f(ref, argument, context, timeout)
 
     def complete(self, ref: dict | str, argument: dict | tuple, context: dict | None = None,
                  *, timeout: float | None = None) -> dict:
@@ -703,8 +620,7 @@ class McpServer:
     @property
     def subscriptions(self) -> list[str]:
         """The resource URIs this client has subscribed to, sorted."""
-        with self._lock:
-            return sorted(self._subscriptions)
+        return self._asks.subscriptions
 
     def subscribe_f(self, uri: str, *, timeout: float | None = None) -> Future:
         """Subscribe to changes of the resource ``uri`` (``resources/subscribe``); a future
@@ -712,15 +628,7 @@ class McpServer:
         ``on_resource_updated(server, uri)``; a new HTTP session (after the server forgot
         the old one) subscribes again. The future fails with McpError when the server does
         not offer subscriptions."""
-        if not isinstance(uri, str) or not uri:
-            raise ConfigError("uri: expected a non-empty string")
-        try:
-            bound = self._bound(timeout, "subscribe_f")
-        except RaiderError as exc:
-            return failed(exc)
-        return self._offered("resources", "resource subscriptions", "subscribe") or then(
-            self._request_f("resources/subscribe", {"uri": uri}, bound),
-            lambda _: self._subscribed(uri, True))
+        return self._asks.subscribe_f(uri, timeout)
 
     def subscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`subscribe_f`."""
@@ -729,46 +637,12 @@ class McpServer:
 
     def unsubscribe_f(self, uri: str, *, timeout: float | None = None) -> Future:
         """End a subscription (``resources/unsubscribe``); a future of None."""
-        if not isinstance(uri, str) or not uri:
-            raise ConfigError("uri: expected a non-empty string")
-        try:
-            bound = self._bound(timeout, "unsubscribe_f")
-        except RaiderError as exc:
-            return failed(exc)
-        self._subscribed(uri, False)
-        return self._offered("resources", "resource subscriptions", "subscribe") or then(
-            self._request_f("resources/unsubscribe", {"uri": uri}, bound), _none)
+        return self._asks.unsubscribe_f(uri, timeout)
 
     def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Blocking :meth:`unsubscribe_f`."""
         bound = self._bound(timeout, "unsubscribe")
         wait_bounded(self.unsubscribe_f(uri, timeout=bound), bound)
-
-    def _subscribed(self, uri: str, subscribed: bool) -> None:
-        with self._lock:
-            if subscribed:
-                self._subscriptions.add(uri)
-            else:
-                self._subscriptions.discard(uri)
-
-    def _resubscribe(self) -> None:
-        """Subscribe again to every URI, in a new session that knows none of them (after a
-        Streamable HTTP server forgot the old one). Failures are logged."""
-        def logged(uri: str) -> Callable[[Future], None]:
-            def done(future: Future) -> None:
-                if not future.cancelled() and future.exception() is not None:
-                    self.log.warning("subscribing again to %s failed: %s", uri,
-                                     future.exception())
-            return done
-        for uri in self.subscriptions:
-            self.subscribe_f(uri).add_done_callback(logged(uri))
-
-    def _offered(self, capability: str, what: str, sub: str | None = None) -> Optional[Future]:
-        """A failed future when the connected server does not declare ``capability``."""
-        if self.status not in UP:
-            return None
-        refused = refusal(self.name, self.capabilities, capability, what, sub)
-        return failed(refused) if refused is not None else None
 
     def listen(self, *, tools: bool = False, prompts: bool = False, resources: bool = False,
                uris=(), timeout: float | None = None):
@@ -781,12 +655,8 @@ class McpServer:
         NotConnected; McpError for a listen the server refuses (one that serves no
         ``subscriptions/listen`` among them), at once rather than at ``next``;
         SubscriptionEnded or RequestTimeout for one it ends, or does not acknowledge, first."""
-        bound = self._bound(timeout, "listen")
-        era = self._connection.era
-        if self.status not in (*UP, "starting") or era is None:
-            raise self._not_connected()
-        return era.listen(tools=tools, prompts=prompts, resources=resources,
-                          uris=[str(uri) for uri in uris], timeout=bound)
+        return self._asks.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
+                                 timeout=timeout)
 
     def request_f(self, method: str, params: dict | None = None, *,
                   timeout: float | None = None,
@@ -801,21 +671,13 @@ class McpServer:
         with RequestTimeout; cancelling the future cancels it too. Fails with NotConnected,
         McpError or ConnectionClosed. Raises ConfigError for a method that is not a
         non-empty string or params that are not a dict."""
-        check_request(method, params)
-        try:
-            bound = self._bound(timeout, "request_f")
-        except RaiderError as exc:
-            return failed(exc)
-        return self._request_f(method, params, bound, cache="refresh", on_progress=on_progress)
+        return self._asks.request_any_f(method, params, timeout, on_progress)
 
     def request(self, method: str, params: dict | None = None, *,
                 timeout: float | None = None, on_progress: ProgressCallback | None = None) -> Any:
         """Blocking :meth:`request_f` (the request is sent on this thread); an interrupt
         while it waits cancels the request on the server and propagates."""
-        check_request(method, params)
-        bound = self._bound(timeout, "request")
-        return self._wait(self._request_f(method, params, bound, inline=True, cache="refresh",
-                                          on_progress=on_progress), bound)
+        return self._asks.request_any(method, params, timeout, on_progress)
 
     @classmethod
     def in_process(cls, tool_server: Any, **options: Any) -> Any:
@@ -839,53 +701,3 @@ class McpServer:
 
 def _same(items: list) -> list:
     return items
-
-
-def _none(_: Any) -> None:
-    return None
-
-
-def _stop_forgotten_servers() -> None:
-    """Kill the processes of servers a program forgot to stop."""
-    for server in list(live):
-        try:
-            server.kill_now()
-        except Exception:  # noqa: BLE001
-            pass
-
-
-# At exit the interpreter joins every pool thread before atexit hooks run; a pool thread still
-# reading the answer of a pending call would hold the exit until the call's deadline. The
-# threading hook runs before that join (hooks run newest first; concurrent.futures registered
-# its join when it was imported, before this module); atexit is the fallback.
-if hasattr(threading, "_register_atexit"):
-    threading._register_atexit(_stop_forgotten_servers)
-atexit.register(_stop_forgotten_servers)
-
-
-def _auth_for(spec: ServerSpec, auth: Any):
-    """The OAuth of an HTTP server: ``auth`` (an OAuth, bound to the server; or a factory
-    called with the spec), else one made from the entry's oauth block. None for stdio, and
-    for an entry that sets its own ``Authorization`` header without an ``oauth`` key: OAuth
-    does not take such an entry over unless the entry asks for it (or a factory does)."""
-    if spec.transport not in ("http", "sse"):
-        return None
-    from ..auth import OAuth
-    url = spec.url
-    if url is None:  # McpConfig refuses such an entry; a ServerSpec made by hand may lack it
-        raise ConfigError(f"{spec.name}: an {spec.transport} server needs a url")
-    own_header = spec.oauth is None and any(
-        name.lower() == "authorization" for name in spec.headers)
-    if auth is None:
-        return None if own_header else OAuth.for_spec(spec)
-    if isinstance(auth, OAuth):
-        return None if own_header else auth.bind(url, spec.name)
-    if callable(auth):
-        made = auth(spec)
-        if made is None:
-            return None
-        if not isinstance(made, OAuth):
-            raise TypeError(f"auth factory must return an OAuth, not {type(made).__name__}")
-        return made.bind(url, spec.name)
-    raise TypeError(f"auth must be an OAuth or a factory fn(spec) -> OAuth, not "
-                    f"{type(auth).__name__}")

@@ -271,7 +271,7 @@ class BashTools:
         monitor = Monitor(task_id, command, str(inp.get("description") or ""), cwd, timeout,
                           tasks=tasks, bash_path=self.bash_path, recipient=caller.recipient,
                           call=caller.call, kill_grace=self.kill_grace,
-                          environment=self._runtime.environment(), **self.monitor_options)
+                          environment=self._runtime.marks.environment(), **self.monitor_options)
         tasks.register("monitor", description=monitor.label, recipient=caller.recipient,
                        call=caller.call, stop=monitor.stop, task_id=task_id)
         try:

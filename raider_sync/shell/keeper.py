@@ -1,11 +1,11 @@
 """Containment of the shells' processes: a mark every command carries, and a keeper process.
 
 Every command of one BashTools starts with ``RAIDER_SYNC_SHELL=<token>.<n>`` in its
-environment (``token``: random, one per BashTools; ``n``: the shell). Children inherit it, so
-it stays on what leaves the command's process group: ``setsid CMD &``, ``setsid -f CMD``, a
-double fork. :func:`sweep` finds the processes that carry a mark (``/proc/PID/environ``) and
-signals them, round after round until none is left; stopping a shell sweeps its mark, closing
-the tools sweeps the token.
+environment (``token``: random, one per BashTools; ``n``: the shell; :class:`Marks` hands
+them out). Children inherit it, so it stays on what leaves the command's process group:
+``setsid CMD &``, ``setsid -f CMD``, a double fork. :func:`sweep` finds the processes that
+carry a mark (``/proc/PID/environ``) and signals them, round after round until none is left;
+stopping a shell sweeps its mark, closing the tools sweeps the token.
 
 :class:`Keeper` covers the owner's death, however it comes (SIGKILL included): a small process
 (this file run as a script, standard library only) reads a pipe the owner holds. When the pipe
@@ -19,6 +19,8 @@ Linux only (``/proc``): elsewhere sweeping finds nothing and the process group i
 """
 from __future__ import annotations
 
+import itertools
+import logging
 import os
 import secrets
 import signal
@@ -28,6 +30,8 @@ import threading
 
 VARIABLE = "RAIDER_SYNC_SHELL"
 SWEEP_ROUNDS = 20  # rounds of find-and-signal before giving up on a fork race
+
+log = logging.getLogger("raider_sync.shell")
 
 
 def new_token() -> str:
@@ -138,6 +142,38 @@ class Keeper:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+class Marks:
+    """The marks of one BashTools' commands: one token, a number per command, and the
+    :class:`Keeper` of the token, started with the first mark (by whichever thread starts
+    a command first: :meth:`Keeper.start` starts it once)."""
+
+    def __init__(self) -> None:
+        self.token = new_token()
+        self.keeper = Keeper(self.token)
+        self._numbers = itertools.count(1)
+        self.used = False  # a command was started: there may be marked processes to sweep
+
+    def environment(self) -> tuple[str, dict[str, str]]:
+        """A new mark and the environment of a command that carries it; starts the keeper
+        with the first one."""
+        if not self.used:
+            self.used = True
+            try:
+                self.keeper.start()
+            except OSError:
+                log.warning("the shell keeper could not start: shells will not be stopped "
+                            "if this process is killed", exc_info=True)
+        value = mark(self.token, next(self._numbers))
+        env = dict(os.environ)
+        env[VARIABLE] = value
+        return value, env
+
+    def sweep_all(self) -> None:
+        """SIGKILL what carries any mark of the token, once a command was started."""
+        if self.used:
+            sweep(self.token + ".")
 
 
 def _keep(token: str) -> None:

@@ -146,10 +146,7 @@ class Runtime:
         self.closed = False  # after the owner's end nothing starts a thread again
         self._starting = 0   # commands between the closing check and their registration
         self._idle = threading.Condition(self.lock)
-        self.token = keeper.new_token()
-        self.keeper = keeper.Keeper(self.token)
-        self._marks = itertools.count(1)
-        self.marked = False  # a command was started: there may be marked processes to sweep
+        self.marks = keeper.Marks()  # what the commands carry, and the keeper of the token
 
     # -- the pool -----------------------------------------------------------------------------
 
@@ -212,25 +209,10 @@ class Runtime:
                 if not self._starting:
                     self._idle.notify_all()
 
-    def environment(self) -> tuple[str, dict[str, str]]:
-        """A new mark and the environment of a command that carries it; starts the keeper
-        (see :mod:`.keeper`) with the first one."""
-        if not self.marked:
-            self.marked = True
-            try:
-                self.keeper.start()
-            except OSError:
-                log.warning("the shell keeper could not start: shells will not be stopped "
-                            "if this process is killed", exc_info=True)
-        value = keeper.mark(self.token, next(self._marks))
-        env = dict(os.environ)
-        env[keeper.VARIABLE] = value
-        return value, env
-
     def spawn(self, shell: Shell, background: bool = False) -> None:
         """Start the command (``background``: adopted at once, before its end can be seen).
         Raises OSError when it cannot start (no such directory, ...)."""
-        shell.mark, env = self.environment()
+        shell.mark, env = self.marks.environment()
         shell.output = OutputFile()
         try:
             proc = shell.proc = subprocess.Popen(
@@ -441,8 +423,7 @@ class Runtime:
                 _wait(shell.done, grace + STOP_SLACK)
         for monitor in monitors:
             monitor.join(grace + STOP_SLACK)
-        if self.marked:  # what left the groups of shells, ended or stopped
-            keeper.sweep(self.token + ".")
+        self.marks.sweep_all()  # what left the groups of shells, ended or stopped
         self.shutdown_threads()
 
     def close(self) -> None:
@@ -452,7 +433,7 @@ class Runtime:
             self.closing = True
             self._idle.wait_for(lambda: not self._starting, JOIN_TIMEOUT)
         self.stop_all()
-        self.keeper.close(JOIN_TIMEOUT)
+        self.marks.keeper.close(JOIN_TIMEOUT)
         self.closed = True
         with self.lock:
             ended = list(self.shells.values()) + list(self.monitors.values())

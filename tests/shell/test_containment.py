@@ -114,6 +114,28 @@ def test_the_mark_is_found_exactly(tmp_path):
             proc.wait()
 
 
+def test_marks_are_new_for_each_command_and_the_first_starts_the_keeper():
+    marks = keeper.Marks()
+    procs = []
+    try:
+        marks.sweep_all()  # nothing was marked: nothing to find, and no keeper
+        assert not marks.used and marks.keeper.pid is None
+        first, env = marks.environment()
+        second, _ = marks.environment()
+        assert (first, second) == (keeper.mark(marks.token, 1), keeper.mark(marks.token, 2))
+        assert env[keeper.VARIABLE] == first and env["PATH"] == os.environ["PATH"]
+        assert marks.used and psutil.pid_exists(marks.keeper.pid)
+        procs.append(subprocess.Popen(["sleep", "1000"], env=env))
+        assert wait_until(lambda: keeper.marked(marks.token + ".") == [procs[0].pid])
+        marks.sweep_all()
+        assert procs[0].wait(10) == -signal.SIGKILL
+    finally:
+        marks.keeper.close(10)
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 OWNER = """
 import os, signal, sys, time
 from raider_sync.shell import BashTools

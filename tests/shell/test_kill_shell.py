@@ -85,7 +85,7 @@ def test_stop_all_leaves_no_process(shell):
     before = {p.pid for p in me.children(recursive=True)}
 
     def started():  # the keeper lives as long as the tools, which stay usable
-        keeper = shell._runtime.keeper.pid
+        keeper = shell._runtime.marks.keeper.pid
         return [p.pid for p in me.children(recursive=True) if p.pid not in before | {keeper}]
 
     for _ in range(3):
