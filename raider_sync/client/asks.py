@@ -22,11 +22,12 @@ from typing import Any, Callable, Optional
 from ..errors import ConfigError, RaiderError, RequestTimeout
 from ..jsonrpc import ProgressCallback, Session
 from ..protocol import fetch_all_pages
-from ..threads.futures import Deadline, failed, run_in_thread, then, wait_bounded
+from ..threads.futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from . import skills
 from .calls import seconds, tool_arguments
 from .connection import Connection
 from .eras.era_seam import Era
+from .eras.stateless import StatelessEra
 from .lifecycle import UP
 from .surface import LOG_LEVELS, check_request, completion_argument, completion_ref, refusal
 
@@ -149,6 +150,11 @@ class Asks:
             bound = self.bound(timeout, "set_log_level_f")
         except RaiderError as exc:
             return failed(exc)
+        era = self.connection.era
+        if isinstance(era, StatelessEra):  # no setLevel: each request says what it wants
+            self.connection.host.log_level = level
+            era.set_log_level(level)
+            return resolved(None)
         return self._offered("logging", "logging") or then(
             self.request_f("logging/setLevel", {"level": level}, bound), _none)
 

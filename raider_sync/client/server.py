@@ -587,10 +587,11 @@ class McpServer:
     # -- server log messages, completion, subscriptions, any method ----------------------
 
     def set_log_level_f(self, level: str, *, timeout: float | None = None) -> Future:
-        """Ask the server to send log messages of ``level`` and above (``logging/setLevel``);
-        a future of None. Raises ConfigError for a level that is not one of
-        :data:`~raider_sync.client.surface.LOG_LEVELS`; the future fails with McpError when
-        the server has no logging."""
+        """Ask the server to send log messages of ``level`` and above (``logging/setLevel``;
+        in the stateless era, every request from now on carries ``logLevel``, and the future
+        is resolved at once); a future of None. Raises ConfigError for a level that is not
+        one of :data:`~raider_sync.client.surface.LOG_LEVELS`; the future fails with
+        McpError when a handshake-era server has no logging."""
         return self._asks.set_log_level_f(level, timeout)
 
     def set_log_level(self, level: str, *, timeout: float | None = None) -> None:

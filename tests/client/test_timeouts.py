@@ -177,6 +177,7 @@ RECIPES: dict[str, Callable[[World, Any], Any]] = {
     "ToolServer.call_tool_f": lambda w, t: w.tools.call_tool_f("echo", {"message": "x"},
                                                                timeout=t),
     "ToolServer.list_resources": lambda w, t: w.tools.list_resources(t),
+    "ToolServer.list_resource_templates": lambda w, t: w.tools.list_resource_templates(t),
     "ToolServer.read_resource": lambda w, t: w.tools.read_resource("local://a", timeout=t),
     "ToolServer.read_resource_f": lambda w, t: w.tools.read_resource_f("local://a", timeout=t),
     "ToolServer.list_prompts": lambda w, t: w.tools.list_prompts(t),

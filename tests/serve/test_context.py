@@ -136,6 +136,26 @@ def test_a_prompt_asks_too(tools, protocol):
     assert prompt["messages"][0]["content"]["text"] == "Introduce MCP to Bo"
 
 
+@pytest.mark.parametrize("protocol", ["legacy", STATELESS])
+def test_log_messages_follow_the_level_the_client_sets(tools, protocol):
+    levels: list = []
+    two = threading.Event()
+
+    def on_log(server, level, logger, data) -> None:
+        if logger == "chatty":
+            levels.append(level)
+            if len(levels) == 2:
+                two.set()
+
+    with tools.in_process_client(protocol=protocol, on_log=on_log) as client:
+        client.set_log_level("info", timeout=WAIT)
+        assert client.call_tool("mcp__ctx__chatty", {}, timeout=WAIT)["content"][0][
+            "text"] == "logged"
+        assert two.wait(WAIT)
+        client.ping(timeout=WAIT)  # a debug message, had one been sent, came before this
+    assert levels == ["info", "warning"]
+
+
 def test_a_question_the_client_cannot_answer_is_the_protocols_error(tools):
     with tools.in_process_client(protocol="legacy") as client:  # no on_elicitation
         with pytest.raises(McpError) as caught:

@@ -51,6 +51,8 @@ class EraHost:
         self.cache = ResultCache()
         self.stopping = threading.Event()
         self.relisten_failures = 0
+        #: the log level asked for in the stateless era (every request's ``logLevel``)
+        self.log_level: str | None = None
         self._pool: Workers | None = None
         self._closed = False
         self._lock = threading.Lock()

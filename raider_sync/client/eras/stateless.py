@@ -19,7 +19,7 @@ from ...threads.futures import failed, resolved
 from .cache import check_mode
 from .host import EraHost
 from .listen import LISTEN_TIMEOUT, Subscription, listen_params
-from .modern import CACHEABLE, ROUND_METHODS, Description
+from .modern import CACHEABLE, META_LOG_LEVEL, ROUND_METHODS, Description
 from .negotiate import ModernConnection
 from .rounds import request_rounds_f
 
@@ -50,6 +50,7 @@ class StatelessEra:
         self.host = host
         self.description = description
         self.modern = ModernConnection(description, capabilities, host.settings.client_info)
+        self.set_log_level(host.log_level)
         host.cache.put("server/discover", None, description.raw)
         session.stamp = self.modern.stamp
         session.transport.stateless(self.modern.version, lambda message: message_headers(
@@ -57,6 +58,14 @@ class StatelessEra:
 
     def renew(self, deadline, timeout_message: str) -> Description:
         raise McpError(INTERNAL_ERROR, "a stateless connection has no session to renew")
+
+    def set_log_level(self, level: str | None) -> None:
+        """Ask for log messages of ``level`` and above on every request from now on (the
+        revision's ``logLevel``; None: none)."""
+        if level is None:
+            self.modern.meta.pop(META_LOG_LEVEL, None)
+        else:
+            self.modern.meta[META_LOG_LEVEL] = level
 
     # -- after the start -----------------------------------------------------------------
 
