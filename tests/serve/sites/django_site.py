@@ -28,5 +28,6 @@ def hello(request) -> HttpResponse:
 
 urlpatterns = [path("hello", hello)]
 
-mcp_app = wsgi_app(site_tools(), path="/")
+# fewer long-lived streams than the server has threads (8), so calls are never starved
+mcp_app = wsgi_app(site_tools(), path="/", max_streams=4)
 application = mount(get_wsgi_application(), "/mcp", mcp_app)

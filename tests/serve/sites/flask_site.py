@@ -18,5 +18,6 @@ def hello() -> str:
     return "hello from flask"
 
 
-mcp_app = wsgi_app(site_tools(), path="/")
+# fewer long-lived streams than the server has threads (8), so calls are never starved
+mcp_app = wsgi_app(site_tools(), path="/", max_streams=4)
 app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {"/mcp": mcp_app})
