@@ -28,6 +28,8 @@ def hello(request) -> HttpResponse:
 
 urlpatterns = [path("hello", hello)]
 
-# fewer long-lived streams than the server has threads (8), so calls are never starved
-mcp_app = wsgi_app(site_tools(), path="/", max_streams=4)
+# fewer long-lived streams than the server has threads (8), so calls are never starved; a
+# comment on a silent stream every second, so that gunicorn (which does not tell an app that
+# a client went) finds the streams of the clients gone within a second, and stops as soon
+mcp_app = wsgi_app(site_tools(), path="/", max_streams=4, keepalive=1.0)
 application = mount(get_wsgi_application(), "/mcp", mcp_app)

@@ -18,6 +18,8 @@ def hello() -> str:
     return "hello from flask"
 
 
-# fewer long-lived streams than the server has threads (8), so calls are never starved
-mcp_app = wsgi_app(site_tools(), path="/", max_streams=4)
+# fewer long-lived streams than the server has threads (8), so calls are never starved; a
+# comment on a silent stream every second, so that gunicorn (which does not tell an app that
+# a client went) finds the streams of the clients gone within a second, and stops as soon
+mcp_app = wsgi_app(site_tools(), path="/", max_streams=4, keepalive=1.0)
 app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {"/mcp": mcp_app})
