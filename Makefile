@@ -28,7 +28,15 @@ demo: install                                     ## the main job on the embedde
 	$(VENV)/bin/raider-sync demo
 
 bench: install peers                              ## raider_sync against the official SDK
-	$(PY) -m bench
+	$(PY) -m bench $(LEGS)
+
+# `make bench serving http`: the words after bench are the legs to run (none: every leg)
+ifeq (bench,$(firstword $(MAKECMDGOALS)))
+  LEGS := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+  ifneq ($(LEGS),)
+    $(eval $(LEGS):;@:)
+  endif
+endif
 
 lint: install                                     ## ruff, the import contracts, mypy (setup.cfg)
 	$(VENV)/bin/ruff check raider_sync tests bench

@@ -1,9 +1,11 @@
 """The benchmark harness's own parts: rotated rounds, the raw-pipe floor, a child process, the
-upstream leg's urllib3 rival."""
+upstream leg's urllib3 rival, and a quick run of the serving leg against its three servers."""
 from __future__ import annotations
 
 import http.client
 import os
+import re
+import subprocess
 import sys
 
 import pytest
@@ -113,3 +115,22 @@ def test_an_ownwork_child_measures_the_raider_sync_of_the_checkout_it_is_given(t
     assert set(figures["samples"]) == {"call_tool", "call_tool_f().result()", "transport alone"}
     assert all(len(rounds) == 2 and all(us > 0 for us, _ in rounds)
                for rounds in figures["samples"].values())
+
+
+# -- the serving leg: three servers, the same client ---------------------------------------
+
+def test_the_serving_leg_measures_the_three_servers_quickly():
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "serving"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=100)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "== serving:" in done.stdout, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("== serving:"))
+    assert lines[header + 1].split() == ["clients", "measure", "raider_sync", "SDK", "(uvicorn)",
+                                         "ratio", "FastMCP", "(uvicorn)", "ratio"]
+    rows = lines[header + 2:header + 8]
+    assert [row.split()[:2] for row in rows[::3]] == [["1", "client"], ["16", "clients"]]
+    for row in rows:  # every server's figure and both ratios, each a positive number
+        figures = re.split(r"\s{2,}", row.strip())[-5:]
+        numbers = [re.fullmatch(r"(\d+(?:\.\d+)?)(?: ms| us|x)?", f) for f in figures]
+        assert all(numbers) and all(float(n.group(1)) > 0 for n in numbers), row

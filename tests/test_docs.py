@@ -12,7 +12,8 @@ How a fenced block of a page is treated, by its info string:
 - ```` ```python file=PATH ````: not executed but written to PATH in the page's working
   directory before the page runs, for a later block to use (a module, a conftest.py). The
   working directory is first on ``sys.path`` while the page runs, as a script's folder is,
-  and modules imported from it are forgotten afterwards.
+  and modules imported from it are forgotten afterwards. The environment variables a page
+  set (a Django ``wsgi.py`` sets ``DJANGO_SETTINGS_MODULE``) are undone after it.
 - anything else (sh, json, text, ...): not executed.
 
 The working directory holds ``node_modules``, a link to tests/peers/node_modules (what
@@ -155,6 +156,7 @@ def test_every_python_example_of_the_page_runs(page, tmp_path, monkeypatch):
             target.write_text(block.code, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     modules_before = set(sys.modules)
+    environ_before = dict(os.environ)
     namespace: dict = {"__name__": f"docs_{page.stem}"}
     try:
         for block in runnable:
@@ -168,6 +170,11 @@ def test_every_python_example_of_the_page_runs(page, tmp_path, monkeypatch):
         for name in set(sys.modules) - modules_before:  # the page's own modules, if any
             if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(tmp_path)):
                 del sys.modules[name]
+        for name in set(os.environ) - set(environ_before):
+            del os.environ[name]
+        for name, value in environ_before.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
 
 
 def test_blocks_that_do_not_run_are_few_and_still_compile():
