@@ -11,6 +11,13 @@ request or notification that is not (``params`` that are not an object, a missin
 ill-typed ``method`` or ``id``) is 400 with -32600 Invalid Request, by the same check a
 stdio session makes (:func:`raider_sync.jsonrpc.request_problem`); a batch is refused alike.
 
+Against DNS rebinding, any request whose ``Host`` or ``Origin`` is not allowed is refused
+with 403 and a JSON-RPC error (-32600) before anything else (:mod:`.rebinding`). The app
+cannot know the address it is served on, so by default it allows the loopback names
+(``localhost``, ``127.0.0.1``, ``[::1]``, any port) and no other: ``allowed_hosts`` and
+``allowed_origins`` name more (``serve_http`` on an address that is not a loopback one allows
+every host, unless told otherwise).
+
 Stateless by construction: no session is kept, so any number of workers can stand behind a
 load balancer. Every POST is answered on its own, with one JSON answer or, where the
 protocol needs one, an event stream (:mod:`.serving_streams`):
@@ -61,6 +68,7 @@ from ..protocol.http_headers import headers_problem
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
+from .rebinding import ANY, HostCheck, is_loopback
 from .served import check_envelope, has_envelope, listen_ack
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
@@ -85,13 +93,18 @@ StartResponse = Callable[[str, list], Any]
 
 
 def wsgi_app(tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
-             max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE) -> "ToolServerApp":
+             max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
+             allowed_hosts: Iterable[str] | None = None,
+             allowed_origins: Iterable[str] | None = None) -> "ToolServerApp":
     """A WSGI app that serves ``tool_server`` at ``path`` (default ``/mcp``; None: at every
-    path, for a dispatcher of your own); see :class:`ToolServerApp`. Raises ValueError for a
-    ``path`` that does not begin with ``/``, a negative ``max_streams`` or a ``keepalive``
-    that is not a positive number of seconds."""
+    path, for a dispatcher of your own); see :class:`ToolServerApp`. By default it answers
+    only requests whose ``Host`` is a loopback name (``allowed_hosts`` adds others). Raises
+    ValueError for a ``path`` that does not begin with ``/``, a negative ``max_streams``, a
+    ``keepalive`` that is not a positive number of seconds, or a malformed entry of
+    ``allowed_hosts`` or ``allowed_origins``."""
     return ToolServerApp(tool_server, path=path, page_size=page_size, max_streams=max_streams,
-                         keepalive=keepalive)
+                         keepalive=keepalive, allowed_hosts=allowed_hosts,
+                         allowed_origins=allowed_origins)
 
 
 class ToolServerApp:
@@ -100,13 +113,25 @@ class ToolServerApp:
     until it ends. ``path`` is where it answers, below its mount point (``PATH_INFO``; None:
     everywhere), 404 elsewhere. ``max_streams`` bounds the long-lived streams (listen, GET);
     ``keepalive`` is the seconds of silence after which a stream gets a comment.
-    :meth:`close` ends the open streams (call it before stopping the WSGI server)."""
+    :meth:`close` ends the open streams (call it before stopping the WSGI server).
+
+    Against DNS rebinding, a request whose ``Host`` is not an allowed host, or whose
+    ``Origin`` is not an allowed origin, is refused with 403 and a JSON-RPC error
+    (:mod:`.rebinding`). The app cannot know the address its server listens on, so by
+    default it allows the loopback names only (``localhost``, ``127.0.0.1``, ``[::1]``, any
+    port): an app reached under another name (a public host behind a proxy, a framework's
+    mount) names it in ``allowed_hosts`` (``["mcp.example.com"]``; ``["*"]``: every host),
+    and the browser origins that may call it in ``allowed_origins`` (default: those whose
+    host is an allowed host)."""
 
     def __init__(self, tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
-                 max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE):
+                 max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
+                 allowed_hosts: Iterable[str] | None = None,
+                 allowed_origins: Iterable[str] | None = None):
         if path is not None and (not isinstance(path, str) or not path.startswith("/")):
             raise ValueError(f"path must begin with '/', not {path!r}")
         self.path = path
+        self.hosts = HostCheck(allowed_hosts, allowed_origins)
         self.tool_server = tool_server
         self.answers = ToolServerAnswers(tool_server, page_size=page_size)
         self.streams = StreamHub(tool_server, max_streams=max_streams, keepalive=keepalive)
@@ -121,6 +146,9 @@ class ToolServerApp:
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if self.path is not None and (environ.get("PATH_INFO") or "/") != self.path:
             return _reply(start_response, "404 Not Found", None)
+        refused = self.hosts.problem(environ)
+        if refused is not None:
+            return _error(start_response, None, INVALID_REQUEST, refused, status="403 Forbidden")
         verb = environ.get("REQUEST_METHOD")
         if verb == "GET":
             return self._get(environ, start_response)
@@ -311,10 +339,14 @@ def serve_http(tool_server, host: str = "127.0.0.1", port: int = 8080, *,
     ``max_streams``, at least 8), and the settings the gateway serves with (a client that
     goes is noticed while its stream is open). On the way out the app is closed, and the
     open streams are given :data:`CLOSE_GRACE` seconds to end gracefully. ``app_options``
-    go to :func:`wsgi_app`. Raises ImportError without waitress (the gateway extra), OSError
-    for a busy address."""
+    go to :func:`wsgi_app`. Without ``allowed_hosts``, a server on a loopback address
+    answers the loopback names only (against DNS rebinding), and one on any other address
+    every host, as it is reached at names it cannot know. Raises ImportError without
+    waitress (the gateway extra), OSError for a busy address."""
     from .wsgi_server import Serving
 
+    if app_options.get("allowed_hosts") is None and not is_loopback(host):
+        app_options["allowed_hosts"] = [ANY]
     app = wsgi_app(tool_server, max_streams=max_streams, **app_options)
     serving = Serving(app, host, port, threads=threads or max(8, 2 * max_streams))
     try:
