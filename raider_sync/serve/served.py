@@ -31,6 +31,12 @@ def has_envelope(params: Any) -> bool:
     return isinstance(meta, dict) and META_VERSION in meta
 
 
+def meta_version(params: Any) -> Any:
+    """The revision a request's ``_meta`` names (None: none)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(META_VERSION) if isinstance(meta, dict) else None
+
+
 def check_envelope(params: dict) -> str:
     """The revision of a stateless request. Raises McpError -32602 for a request without the
     required ``_meta`` keys, -32022 for a revision not served."""

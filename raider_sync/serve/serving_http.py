@@ -37,9 +37,13 @@ so at most ``max_streams`` are open at once; one more is refused with 503 and
 or the calls queue behind the streams.
 
 - A request of the stateless revision (``MCP-Protocol-Version: 2026-07-28``, or the stateless
-  ``_meta``) is checked: ``Mcp-Method`` must equal the body's method and, for the named methods,
-  ``Mcp-Name`` the body's name or URI, else HTTP 400 with -32020. Its ``_meta`` must carry the
-  revision and client capabilities (400, -32602). An unknown method is a 404 with -32601.
+  ``_meta``) is checked: ``MCP-Protocol-Version`` must name the revision its ``_meta`` names
+  (when both are there), ``Mcp-Method`` the body's method, ``Mcp-Name`` (for the named
+  methods) the body's name or URI, and a ``tools/call``'s ``Mcp-Param-*`` headers the
+  arguments the tool's ``x-mcp-header`` annotations name
+  (:func:`~raider_sync.protocol.http_headers.param_headers_problem`), else HTTP 400 with
+  -32020. Its ``_meta`` must carry the revision and client capabilities (400, -32602), a
+  revision served (400, -32022). An unknown method is a 404 with -32601.
 - Anything else is the handshake era without a session: ``initialize`` is answered (with no
   ``Mcp-Session-Id``), and every later request on its own.
 - Notifications (and answers, which a ToolServer never asked for) are accepted with 202.
@@ -64,12 +68,17 @@ from ..protocol.codes import (
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
 )
-from ..protocol.http_headers import headers_problem
+from ..protocol.http_headers import (
+    InvalidAnnotation,
+    header_params,
+    headers_problem,
+    param_headers_problem,
+)
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
 from .rebinding import ANY, HostCheck, is_loopback
-from .served import check_envelope, has_envelope, listen_ack
+from .served import check_envelope, has_envelope, listen_ack, meta_version
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
 
@@ -189,7 +198,7 @@ class ToolServerApp:
         streams = _accepts_streams(environ)
         try:
             if modern:
-                _check_headers(environ, method, params)
+                _check_headers(environ, method, params, self._tool_schema)
                 if method == "subscriptions/listen":
                     return self._listen(environ, start_response, message["id"], params,
                                         streams)
@@ -206,6 +215,13 @@ class ToolServerApp:
             return _failure(start_response, message["id"], method, exc, modern)
         return _reply(start_response, "200 OK",
                       {"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def _tool_schema(self, name: Any) -> Any:
+        """The input schema of the tool ``name`` (None: no such tool)."""
+        for tool in self.tool_server.list_tools():
+            if tool.get("name") == name:
+                return tool.get("inputSchema")
+        return None
 
     # -- streams -------------------------------------------------------------------------
 
@@ -299,12 +315,40 @@ def _busy(start_response: StartResponse, request_id: Any) -> Iterable[bytes]:
                   headers=[("Retry-After", str(RETRY_AFTER))])
 
 
-def _check_headers(environ: dict, method: str, params: dict) -> None:
-    """Mcp-Method and Mcp-Name must say what the body says (-32020 otherwise)."""
-    problem = headers_problem(environ.get("HTTP_MCP_METHOD"), environ.get("HTTP_MCP_NAME"),
-                              method, params)
+def _header(environ: dict, key: str) -> str | None:
+    """A request header by its WSGI key, without the whitespace around it (RFC 9110 5.5)."""
+    value = environ.get(key)
+    return value.strip(" \t") if isinstance(value, str) else None
+
+
+def _check_headers(environ: dict, method: str, params: dict,
+                   tool_schema: Callable[[Any], Any]) -> None:
+    """The headers of a stateless request must say what its body says: MCP-Protocol-Version
+    the revision its ``_meta`` names (when both are there), Mcp-Method and Mcp-Name its
+    method and name, and a tools/call's Mcp-Param-* its arguments, by the tool's
+    ``x-mcp-header`` annotations (``tool_schema(name)``: its input schema). McpError -32020
+    HeaderMismatch otherwise."""
+    said, meant = _header(environ, "HTTP_MCP_PROTOCOL_VERSION"), meta_version(params)
+    if said is not None and meant is not None and said != meant:
+        raise McpError(HEADER_MISMATCH, f"MCP-Protocol-Version {said!r} does not match the "
+                                        f"revision {meant!r} the request's _meta names")
+    problem = headers_problem(_header(environ, "HTTP_MCP_METHOD"),
+                              _header(environ, "HTTP_MCP_NAME"), method, params)
+    if problem is None and method == "tools/call":
+        try:
+            annotated = header_params(tool_schema(params.get("name")))
+        except InvalidAnnotation:  # the tool's own fault: it is not held against the call
+            annotated = {}
+        if annotated:
+            problem = param_headers_problem(annotated, params.get("arguments"), lambda name:
+                                            _header(environ, _param_key(name)))
     if problem is not None:
         raise McpError(HEADER_MISMATCH, problem)
+
+
+def _param_key(name: str) -> str:
+    """The WSGI key of the Mcp-Param-``name`` header."""
+    return "HTTP_MCP_PARAM_" + name.upper().replace("-", "_")
 
 
 def _error(start_response: StartResponse, request_id: Any, code: int, message: str,

@@ -1,7 +1,9 @@
 """What the WSGI app refuses on the wire (waitress, real HTTP requests): a Host or Origin it
-does not serve (DNS rebinding)."""
+does not serve (DNS rebinding), and stateless headers that disagree with the body
+(MCP-Protocol-Version, Mcp-Param-*)."""
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -152,3 +154,73 @@ def test_serve_http_checks_the_host_when_it_listens_on_loopback(bind, foreign):
     finally:
         proc.terminate()
         proc.wait(WAIT)
+
+
+# -- stateless headers -----------------------------------------------------------------------
+
+def test_a_protocol_version_header_that_contradicts_meta_is_a_header_mismatch(serve):
+    url = serve()
+    other = {**META, "io.modelcontextprotocol/protocolVersion": "v999.0.0"}
+    mismatch = post(url, {**DISCOVER, "params": {"_meta": other}}, **headers_of("server/discover"))
+    assert mismatch.status_code == 400 and mismatch.json()["error"]["code"] == -32020
+    assert "v999.0.0" in mismatch.json()["error"]["message"]
+    unsupported = post(url, {**DISCOVER, "params": {"_meta": other}}, **{
+        **headers_of("server/discover"), "MCP-Protocol-Version": "v999.0.0"})
+    assert unsupported.status_code == 400
+    assert unsupported.json()["error"]["code"] == -32022, "both say v999: not served"
+    assert unsupported.json()["error"]["data"] == {"supported": ["2026-07-28"],
+                                                  "requested": "v999.0.0"}
+    older = post(url, DISCOVER, **{**headers_of("server/discover"),
+                                   "MCP-Protocol-Version": "2025-11-25"})
+    assert older.status_code == 400 and older.json()["error"]["code"] == -32020
+
+
+def call(region=None, **arguments) -> dict:
+    if region is not None:
+        arguments["region"] = region
+    return {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "where", "arguments": arguments, "_meta": META}}
+
+
+@pytest.mark.parametrize("body,params,problem", [
+    (call("Hello"), {"Region": "=?base64?SGVsbG8=?="}, None),
+    (call("SGVsbG8="), {"Region": "SGVsbG8="}, None),
+    (call("eu", verbose=True), {"Region": "eu", "Verbose": "true"}, None),
+    (call("Hello"), {"Region": "=?base64?SGVsbG8?="}, "not valid base64"),
+    (call("Hello"), {"Region": "=?base64?SGVs!!!bG8=?="}, "not valid base64"),
+    (call("eu"), {}, "Mcp-Param-Region is missing"),
+    (call("eu"), {"Region": "us"}, "does not match"),
+    (call("eu", verbose=True), {"Region": "eu"}, "Mcp-Param-Verbose is missing"),
+    (call("eu"), {"Region": "eu", "Verbose": "false"}, "no value"),
+])
+def test_mcp_param_headers_must_agree_with_the_arguments(serve, body, params, problem):
+    url = serve()
+    headers = headers_of("tools/call", "where",
+                         **{f"Mcp-Param-{name}": value for name, value in params.items()})
+    answer = post(url, body, **headers)
+    if problem is None:
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["result"]["content"][0]["text"] == where(**body["params"]["arguments"])
+    else:
+        assert answer.status_code == 400, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == -32020 and problem in error["message"], error
+        assert answer.json()["id"] == 7
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_clients_that_mirror_the_arguments_are_served(serve, protocol):
+    url = serve()
+    spec = config_of({"local": {"type": "http", "url": url, "protocol": protocol}}).server("local")
+    with McpServer(spec) as server:
+        assert server.call_tool("mcp__local__where", {"region": "café", "verbose": True}
+                                ).text == "café!"
+
+    from mcp import Client
+
+    async def run():
+        async with Client(url, mode="2026-07-28") as client:
+            result = await client.call_tool("where", {"region": " spaced "})
+            return result.content[0].text
+
+    assert asyncio.run(asyncio.wait_for(run(), WAIT)) == " spaced "
