@@ -24,7 +24,15 @@ from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
 from ..protocol.codes import INVALID_PARAMS
 from ..transports.stream import StreamTransport
-from .served import ServedEra, check_envelope, discover_result, listen_ack, listen_notification, listen_result
+from .served import (
+    ServedEra,
+    check_envelope,
+    discover_result,
+    listen_ack,
+    listen_notification,
+    listen_result,
+    stateless_error,
+)
 
 PAGE_SIZE = 100
 SERVE_WORKERS = 16
@@ -95,7 +103,10 @@ class ToolServerAnswers:
         if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
                       "subscriptions/listen"):
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
-        result = self._answer(method, params, on_progress)
+        try:
+            result = self._answer(method, params, on_progress)
+        except McpError as exc:
+            raise stateless_error(exc, method, params) from None
         if not isinstance(result, dict):
             return result
         if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced

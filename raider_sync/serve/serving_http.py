@@ -43,7 +43,8 @@ or the calls queue behind the streams.
   arguments the tool's ``x-mcp-header`` annotations name
   (:func:`~raider_sync.protocol.http_headers.param_headers_problem`), else HTTP 400 with
   -32020. Its ``_meta`` must carry the revision and client capabilities (400, -32602), a
-  revision served (400, -32022). An unknown method is a 404 with -32601.
+  revision served (400, -32022). An unknown method is a 404 with -32601; a resource not
+  there is 400 with -32602 and ``data.uri`` (the handshake era's answer: -32002).
 - Anything else is the handshake era without a session: ``initialize`` is answered (with no
   ``Mcp-Session-Id``), and every later request on its own.
 - Notifications (and answers, which a ToolServer never asked for) are accepted with 202.

@@ -1,6 +1,6 @@
 """What the WSGI app refuses on the wire (waitress, real HTTP requests): a Host or Origin it
-does not serve (DNS rebinding), and stateless headers that disagree with the body
-(MCP-Protocol-Version, Mcp-Param-*)."""
+does not serve (DNS rebinding), stateless headers that disagree with the body
+(MCP-Protocol-Version, Mcp-Param-*), and how each era is told a resource is not there."""
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +10,7 @@ import sys
 import pytest
 import requests
 
-from raider_sync import McpServer, ToolServer
+from raider_sync import McpError, McpServer, ToolServer
 from raider_sync.serve.serving_http import wsgi_app
 from raider_sync.serve.wsgi_server import Serving
 
@@ -224,3 +224,28 @@ def test_clients_that_mirror_the_arguments_are_served(serve, protocol):
             return result.content[0].text
 
     assert asyncio.run(asyncio.wait_for(run(), WAIT)) == " spaced "
+
+
+# -- resources not found ---------------------------------------------------------------------
+
+def test_a_missing_resource_is_named_in_either_era(serve):
+    url = serve()
+    uri = "local://missing"
+    read = {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": uri}}
+    legacy = post(url, read)
+    assert legacy.status_code == 200
+    assert legacy.json()["error"]["code"] == -32002
+    assert legacy.json()["error"]["data"] == {"uri": uri}
+    stateless = post(url, {**read, "params": {"uri": uri, "_meta": META}},
+                     **headers_of("resources/read", uri))
+    assert stateless.status_code == 400, "an invalid params error of the stateless revision"
+    assert stateless.json()["error"]["code"] == -32602
+    assert stateless.json()["error"]["data"] == {"uri": uri}
+
+
+def test_raider_sync_is_told_which_resource_is_missing(serve):
+    spec = config_of({"local": {"type": "http", "url": serve()}}).server("local")
+    with McpServer(spec) as server:
+        assert server.era == "modern"
+        error = pytest.raises(McpError, server.read_resource, "local://missing").value
+    assert error.code == -32602 and error.data == {"uri": "local://missing"}
