@@ -258,18 +258,27 @@ def pytest_configure(config):
 #: tests that share the conformance harness's runs (tests/conformance/harness.py): one worker
 #: takes them all, so each run executes once, one at a time
 HARNESS_TESTS = ("tests/auth/test_conformance.py::", "tests/conformance/test_")
+#: tests of the harness's server scenarios, parametrized ``[<run>/<scenario>]`` or
+#: ``[<run>]``: one worker takes the tests of one run, so each run executes once
+SERVER_SCENARIOS = "tests/conformance/test_server_scenarios.py::"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """xdist's "load" (its default for -n), except that the harness's tests are one unit,
-    handed out first (the largest); every other test is its own unit."""
+    handed out first (the largest), and the server scenarios' tests one unit per run; every
+    other test is its own unit."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class HarnessTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(SERVER_SCENARIOS):
+                if "[" not in nodeid:
+                    return nodeid
+                run = nodeid.split("[", 1)[1].split("/", 1)[0].rstrip("]")
+                return f"server-scenarios-{run}"
             return "conformance-harness" if nodeid.startswith(HARNESS_TESTS) else nodeid
 
     return HarnessTogether(config, log)

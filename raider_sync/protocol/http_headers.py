@@ -3,6 +3,7 @@
     encode_value("café")                      # '=?base64?Y2Fmw6k=?='
     header_params(tool["inputSchema"])        # {"Region": ("region",)}, or raises InvalidAnnotation
     message_headers(message, params_of_tool)  # the headers one POST carries
+    param_headers_problem(params, arguments, received)   # what a server refuses, or None
 
 Every POST of the stateless revision carries ``Mcp-Method`` (the JSON-RPC method) and, for
 ``tools/call`` and ``prompts/get``, ``Mcp-Name`` = ``params.name``, for ``resources/read`` the
@@ -110,15 +111,53 @@ def argument_headers(params: Mapping[str, tuple[str, ...]], arguments: Any) -> d
     beyond ±(2^53-1) is left out too: it cannot round-trip through JSON numbers."""
     headers: dict[str, str] = {}
     for name, path in params.items():
-        value: Any = arguments
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
-            continue
-        encoded = param_value(value)
+        encoded = _header_value(_value_at(arguments, path))
         if encoded is not None:
             headers[f"Mcp-Param-{name}"] = encoded
     return headers
+
+
+def _value_at(arguments: Any, path: tuple[str, ...]) -> Any:
+    value: Any = arguments
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _header_value(value: Any) -> str | None:
+    """The Mcp-Param value of an argument, None when it has none (see argument_headers)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        return None
+    return param_value(value)
+
+
+def param_headers_problem(params: Mapping[str, tuple[str, ...]], arguments: Any,
+                          received: Callable[[str], str | None]) -> str | None:
+    """Why a tools/call's Mcp-Param-* headers disagree with its ``arguments``, by the tool's
+    annotations ``params`` (:func:`header_params`), else None; ``received(name)`` is the
+    value of ``Mcp-Param-<name>`` as received (None: absent). The problems: a header missing
+    where :func:`argument_headers` would send one; a value that begins ``=?base64?`` and
+    ends ``?=`` but is not base64 (padding, characters) of UTF-8; a header present where the
+    argument is null or absent, or one no header can carry (an object, a float), or where it
+    differs from the argument (compared decoded). What a server answers with -32020."""
+    for name, path in params.items():
+        header = f"Mcp-Param-{name}"
+        value = _value_at(arguments, path)
+        said = received(name)
+        if said is None:
+            if _header_value(value) is not None:
+                return f"{header} is missing, but the arguments hold its value"
+            continue
+        try:
+            text = decode_value(said)
+        except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+            return f"{header} {said!r} is not valid base64 of UTF-8 text"
+        if value is None:
+            return f"{header} is sent, but the arguments hold no value for it"
+        rendered = param_value(value)  # an integer beyond 2^53 too: it can still be compared
+        if rendered is None or text != decode_value(rendered):
+            return f"{header} {said!r} does not match the argument"
+    return None
 
 
 def message_headers(message: Mapping[str, Any],

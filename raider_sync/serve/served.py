@@ -23,12 +23,28 @@ from ..client.eras.modern import (
     MODERN_VERSIONS,
 )
 from ..errors import McpError
-from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_VERSION
+from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND, UNSUPPORTED_VERSION
 
 
 def has_envelope(params: Any) -> bool:
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and META_VERSION in meta
+
+
+def meta_version(params: Any) -> Any:
+    """The revision a request's ``_meta`` names (None: none)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(META_VERSION) if isinstance(meta, dict) else None
+
+
+def stateless_error(exc: McpError, method: str, params: dict) -> McpError:
+    """The error a stateless request is answered with for ``exc``: a resources/read of a URI
+    the server does not have is -32602 with ``data.uri`` in the stateless revision, where
+    the handshake era's is -32002; anything else as it is."""
+    if method == "resources/read" and exc.code == RESOURCE_NOT_FOUND:
+        data = exc.data if isinstance(exc.data, dict) else {}
+        return McpError(INVALID_PARAMS, exc.message, {**data, "uri": params.get("uri")})
+    return exc
 
 
 def check_envelope(params: dict) -> str:

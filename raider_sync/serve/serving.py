@@ -24,9 +24,23 @@ from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
 from ..protocol.codes import INVALID_PARAMS
 from ..transports.stream import StreamTransport
-from .client_links import ROUND_METHODS, RequestLink, input_required_result, round_answers, stateless_context
+from .client_links import (
+    ROUND_METHODS,
+    RequestLink,
+    input_required_result,
+    round_answers,
+    stateless_context,
+)
 from .context import LOG_LEVELS, Context, InputRequired
-from .served import ServedEra, check_envelope, discover_result, listen_ack, listen_notification, listen_result
+from .served import (
+    ServedEra,
+    check_envelope,
+    discover_result,
+    listen_ack,
+    listen_notification,
+    listen_result,
+    stateless_error,
+)
 
 PAGE_SIZE = 100
 SERVE_WORKERS = 16
@@ -164,16 +178,21 @@ class ToolServerAnswers:
                       "subscriptions/listen"):
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
         answers = None
-        if method in ROUND_METHODS:  # the methods whose handlers may ask the client
-            name = str(params.get("uri") if method == "resources/read" else params.get("name"))
-            answers = round_answers(self.tool_server.state_secret, method, name, params)
-            try:
-                result = self._answer(method, params, on_progress, answers=answers,
-                                      notify=notify)
-            except InputRequired as exc:
-                return input_required_result(self.tool_server.state_secret, method, name, exc)
-        else:
-            result = self._answer(method, params, on_progress)
+        try:
+            if method in ROUND_METHODS:  # the methods whose handlers may ask the client
+                name = str(params.get("uri") if method == "resources/read"
+                           else params.get("name"))
+                answers = round_answers(self.tool_server.state_secret, method, name, params)
+                try:
+                    result = self._answer(method, params, on_progress, answers=answers,
+                                          notify=notify)
+                except InputRequired as exc:
+                    return input_required_result(self.tool_server.state_secret, method, name,
+                                                 exc)
+            else:
+                result = self._answer(method, params, on_progress)
+        except McpError as exc:
+            raise stateless_error(exc, method, params) from None
         if not isinstance(result, dict):
             return result
         if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced

@@ -11,6 +11,13 @@ request or notification that is not (``params`` that are not an object, a missin
 ill-typed ``method`` or ``id``) is 400 with -32600 Invalid Request, by the same check a
 stdio session makes (:func:`raider_sync.jsonrpc.request_problem`); a batch is refused alike.
 
+Against DNS rebinding, any request whose ``Host`` or ``Origin`` is not allowed is refused
+with 403 and a JSON-RPC error (-32600) before anything else (:mod:`.rebinding`). The app
+cannot know the address it is served on, so by default it allows the loopback names
+(``localhost``, ``127.0.0.1``, ``[::1]``, any port) and no other: ``allowed_hosts`` and
+``allowed_origins`` name more (``serve_http`` on an address that is not a loopback one allows
+every host, unless told otherwise).
+
 Stateless by construction: no session is kept, so any number of workers can stand behind a
 load balancer. Every POST is answered on its own, with one JSON answer or, where the
 protocol needs one, an event stream (:mod:`.serving_streams`):
@@ -30,9 +37,14 @@ so at most ``max_streams`` are open at once; one more is refused with 503 and
 or the calls queue behind the streams.
 
 - A request of the stateless revision (``MCP-Protocol-Version: 2026-07-28``, or the stateless
-  ``_meta``) is checked: ``Mcp-Method`` must equal the body's method and, for the named methods,
-  ``Mcp-Name`` the body's name or URI, else HTTP 400 with -32020. Its ``_meta`` must carry the
-  revision and client capabilities (400, -32602). An unknown method is a 404 with -32601.
+  ``_meta``) is checked: ``MCP-Protocol-Version`` must name the revision its ``_meta`` names
+  (when both are there), ``Mcp-Method`` the body's method, ``Mcp-Name`` (for the named
+  methods) the body's name or URI, and a ``tools/call``'s ``Mcp-Param-*`` headers the
+  arguments the tool's ``x-mcp-header`` annotations name
+  (:func:`~raider_sync.protocol.http_headers.param_headers_problem`), else HTTP 400 with
+  -32020. Its ``_meta`` must carry the revision and client capabilities (400, -32602), a
+  revision served (400, -32022). An unknown method is a 404 with -32601; a resource not
+  there is 400 with -32602 and ``data.uri`` (the handshake era's answer: -32002).
 - Anything else is the handshake era without a session: ``initialize`` is answered (with no
   ``Mcp-Session-Id``), and every later request on its own.
 - Notifications (and answers, which a ToolServer never asked for) are accepted with 202.
@@ -57,13 +69,19 @@ from ..protocol.codes import (
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
 )
-from ..protocol.http_headers import headers_problem
+from ..protocol.http_headers import (
+    InvalidAnnotation,
+    header_params,
+    headers_problem,
+    param_headers_problem,
+)
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
 from .context import takes_context
 from .questions import Questions
-from .served import check_envelope, has_envelope, listen_ack
+from .rebinding import ANY, HostCheck, is_loopback
+from .served import check_envelope, has_envelope, listen_ack, meta_version
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
 
@@ -87,13 +105,18 @@ StartResponse = Callable[[str, list], Any]
 
 
 def wsgi_app(tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
-             max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE) -> "ToolServerApp":
+             max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
+             allowed_hosts: Iterable[str] | None = None,
+             allowed_origins: Iterable[str] | None = None) -> "ToolServerApp":
     """A WSGI app that serves ``tool_server`` at ``path`` (default ``/mcp``; None: at every
-    path, for a dispatcher of your own); see :class:`ToolServerApp`. Raises ValueError for a
-    ``path`` that does not begin with ``/``, a negative ``max_streams`` or a ``keepalive``
-    that is not a positive number of seconds."""
+    path, for a dispatcher of your own); see :class:`ToolServerApp`. By default it answers
+    only requests whose ``Host`` is a loopback name (``allowed_hosts`` adds others). Raises
+    ValueError for a ``path`` that does not begin with ``/``, a negative ``max_streams``, a
+    ``keepalive`` that is not a positive number of seconds, or a malformed entry of
+    ``allowed_hosts`` or ``allowed_origins``."""
     return ToolServerApp(tool_server, path=path, page_size=page_size, max_streams=max_streams,
-                         keepalive=keepalive)
+                         keepalive=keepalive, allowed_hosts=allowed_hosts,
+                         allowed_origins=allowed_origins)
 
 
 class ToolServerApp:
@@ -102,13 +125,25 @@ class ToolServerApp:
     until it ends. ``path`` is where it answers, below its mount point (``PATH_INFO``; None:
     everywhere), 404 elsewhere. ``max_streams`` bounds the long-lived streams (listen, GET);
     ``keepalive`` is the seconds of silence after which a stream gets a comment.
-    :meth:`close` ends the open streams (call it before stopping the WSGI server)."""
+    :meth:`close` ends the open streams (call it before stopping the WSGI server).
+
+    Against DNS rebinding, a request whose ``Host`` is not an allowed host, or whose
+    ``Origin`` is not an allowed origin, is refused with 403 and a JSON-RPC error
+    (:mod:`.rebinding`). The app cannot know the address its server listens on, so by
+    default it allows the loopback names only (``localhost``, ``127.0.0.1``, ``[::1]``, any
+    port): an app reached under another name (a public host behind a proxy, a framework's
+    mount) names it in ``allowed_hosts`` (``["mcp.example.com"]``; ``["*"]``: every host),
+    and the browser origins that may call it in ``allowed_origins`` (default: those whose
+    host is an allowed host)."""
 
     def __init__(self, tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
-                 max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE):
+                 max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
+                 allowed_hosts: Iterable[str] | None = None,
+                 allowed_origins: Iterable[str] | None = None):
         if path is not None and (not isinstance(path, str) or not path.startswith("/")):
             raise ValueError(f"path must begin with '/', not {path!r}")
         self.path = path
+        self.hosts = HostCheck(allowed_hosts, allowed_origins)
         self.tool_server = tool_server
         self.answers = ToolServerAnswers(tool_server, page_size=page_size)
         self.questions = Questions(f"{tool_server.key}-http")
@@ -124,6 +159,9 @@ class ToolServerApp:
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if self.path is not None and (environ.get("PATH_INFO") or "/") != self.path:
             return _reply(start_response, "404 Not Found", None)
+        refused = self.hosts.problem(environ)
+        if refused is not None:
+            return _error(start_response, None, INVALID_REQUEST, refused, status="403 Forbidden")
         verb = environ.get("REQUEST_METHOD")
         if verb == "GET":
             return self._get(environ, start_response)
@@ -165,7 +203,7 @@ class ToolServerApp:
         streams = _accepts_streams(environ)
         try:
             if modern:
-                _check_headers(environ, method, params)
+                _check_headers(environ, method, params, self._tool_schema)
                 if method == "subscriptions/listen":
                     return self._listen(environ, start_response, message["id"], params,
                                         streams)
@@ -183,6 +221,13 @@ class ToolServerApp:
             return _failure(start_response, message["id"], method, exc, modern)
         return _reply(start_response, "200 OK",
                       {"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def _tool_schema(self, name: Any) -> Any:
+        """The input schema of the tool ``name`` (None: no such tool)."""
+        for tool in self.tool_server.list_tools():
+            if tool.get("name") == name:
+                return tool.get("inputSchema")
+        return None
 
     # -- streams -------------------------------------------------------------------------
 
@@ -298,12 +343,40 @@ def _busy(start_response: StartResponse, request_id: Any) -> Iterable[bytes]:
                   headers=[("Retry-After", str(RETRY_AFTER))])
 
 
-def _check_headers(environ: dict, method: str, params: dict) -> None:
-    """Mcp-Method and Mcp-Name must say what the body says (-32020 otherwise)."""
-    problem = headers_problem(environ.get("HTTP_MCP_METHOD"), environ.get("HTTP_MCP_NAME"),
-                              method, params)
+def _header(environ: dict, key: str) -> str | None:
+    """A request header by its WSGI key, without the whitespace around it (RFC 9110 5.5)."""
+    value = environ.get(key)
+    return value.strip(" \t") if isinstance(value, str) else None
+
+
+def _check_headers(environ: dict, method: str, params: dict,
+                   tool_schema: Callable[[Any], Any]) -> None:
+    """The headers of a stateless request must say what its body says: MCP-Protocol-Version
+    the revision its ``_meta`` names (when both are there), Mcp-Method and Mcp-Name its
+    method and name, and a tools/call's Mcp-Param-* its arguments, by the tool's
+    ``x-mcp-header`` annotations (``tool_schema(name)``: its input schema). McpError -32020
+    HeaderMismatch otherwise."""
+    said, meant = _header(environ, "HTTP_MCP_PROTOCOL_VERSION"), meta_version(params)
+    if said is not None and meant is not None and said != meant:
+        raise McpError(HEADER_MISMATCH, f"MCP-Protocol-Version {said!r} does not match the "
+                                        f"revision {meant!r} the request's _meta names")
+    problem = headers_problem(_header(environ, "HTTP_MCP_METHOD"),
+                              _header(environ, "HTTP_MCP_NAME"), method, params)
+    if problem is None and method == "tools/call":
+        try:
+            annotated = header_params(tool_schema(params.get("name")))
+        except InvalidAnnotation:  # the tool's own fault: it is not held against the call
+            annotated = {}
+        if annotated:
+            problem = param_headers_problem(annotated, params.get("arguments"), lambda name:
+                                            _header(environ, _param_key(name)))
     if problem is not None:
         raise McpError(HEADER_MISMATCH, problem)
+
+
+def _param_key(name: str) -> str:
+    """The WSGI key of the Mcp-Param-``name`` header."""
+    return "HTTP_MCP_PARAM_" + name.upper().replace("-", "_")
 
 
 def _error(start_response: StartResponse, request_id: Any, code: int, message: str,
@@ -338,10 +411,14 @@ def serve_http(tool_server, host: str = "127.0.0.1", port: int = 8080, *,
     ``max_streams``, at least 8), and the settings the gateway serves with (a client that
     goes is noticed while its stream is open). On the way out the app is closed, and the
     open streams are given :data:`CLOSE_GRACE` seconds to end gracefully. ``app_options``
-    go to :func:`wsgi_app`. Raises ImportError without waitress (the gateway extra), OSError
-    for a busy address."""
+    go to :func:`wsgi_app`. Without ``allowed_hosts``, a server on a loopback address
+    answers the loopback names only (against DNS rebinding), and one on any other address
+    every host, as it is reached at names it cannot know. Raises ImportError without
+    waitress (the gateway extra), OSError for a busy address."""
     from .wsgi_server import Serving
 
+    if app_options.get("allowed_hosts") is None and not is_loopback(host):
+        app_options["allowed_hosts"] = [ANY]
     app = wsgi_app(tool_server, max_streams=max_streams, **app_options)
     serving = Serving(app, host, port, threads=threads or max(8, 2 * max_streams))
     try:

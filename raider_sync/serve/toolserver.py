@@ -279,7 +279,8 @@ class ToolServer:
     def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
         """The contents of a resource: ``[{uri, mimeType, text | blob}]``, of a resource
         offered by that URI or else of the first template it matches. Raises McpError
-        -32002 for an unknown uri."""
+        -32002 with ``data.uri`` for an unknown uri (served to a client of the stateless
+        revision as -32602, which that revision uses)."""
         seconds(timeout, self.call_timeout, method="ToolServer.read_resource")
         resource = self._registry.resources.get(uri)
         if resource is not None:

@@ -14,6 +14,7 @@ from raider_sync.protocol.http_headers import (
     encode_value,
     header_params,
     message_headers,
+    param_headers_problem,
     param_value,
 )
 
@@ -124,3 +125,49 @@ def test_message_headers():
     assert message_headers(read) == {"Mcp-Method": "resources/read",
                                      "Mcp-Name": "file:///a b.txt"}
     assert message_headers({"jsonrpc": "2.0", "id": 3, "result": {}}) == {}
+
+
+@given(st.one_of(st.booleans(), st.integers(), st.text()))
+def test_the_headers_a_client_sends_are_what_a_server_accepts(value):
+    annotated = {"X": ("opts", "x")}
+    arguments = {"opts": {"x": value}}
+    sent = argument_headers(annotated, arguments)
+    assert param_headers_problem(annotated, arguments,
+                                 lambda name: sent.get(f"Mcp-Param-{name}")) is None
+
+
+@pytest.mark.parametrize("arguments,header,problem", [
+    ({"region": "Hello"}, "=?base64?SGVsbG8=?=", None),
+    ({"region": "SGVsbG8="}, "SGVsbG8=", None),                     # no sentinel: literal
+    ({"region": "=?base64?SGVsbG8="}, "=?base64?SGVsbG8=", None),   # no ?= suffix: literal
+    ({"region": "Hello"}, "=?base64?SGVsbG8?=", "not valid base64"),        # padding
+    ({"region": "Hello"}, "=?base64?SGVs!!!bG8=?=", "not valid base64"),    # characters
+    ({"region": "Hello"}, "=?base64?//8=?=", "not valid base64"),           # not UTF-8
+    ({"region": "eu"}, None, "is missing"),
+    ({"region": "eu"}, "us", "does not match"),
+    ({"region": "eu"}, "EU", "does not match"),
+    ({}, "eu", "hold no value"),
+    ({"region": None}, "eu", "hold no value"),
+    ({"region": {"a": 1}}, "eu", "does not match"),
+    ({}, None, None),
+    ({"region": {"a": 1}}, None, None),                             # no header can carry it
+])
+def test_a_server_refuses_headers_that_disagree_with_the_arguments(arguments, header, problem):
+    found = param_headers_problem({"Region": ("region",)}, arguments,
+                                  lambda name: header if name == "Region" else None)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found and "Mcp-Param-Region" in found
+
+
+def test_integers_and_booleans_compare_as_sent():
+    annotated = {"N": ("n",), "B": ("b",)}
+    headers = {"N": "42", "B": "true"}
+    assert param_headers_problem(annotated, {"n": 42, "b": True}, headers.get) is None
+    assert "Mcp-Param-B" in param_headers_problem(annotated, {"n": 42, "b": False}, headers.get)
+    assert "Mcp-Param-N" in param_headers_problem(annotated, {"n": 43, "b": True}, headers.get)
+    big = 2 ** 60
+    assert param_headers_problem({"N": ("n",)}, {"n": big}, lambda name: None) is None, \
+        "a client leaves out what JSON numbers cannot carry"
+    assert param_headers_problem({"N": ("n",)}, {"n": big}, lambda name: str(big)) is None

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from raider_sync import McpServer
+from raider_sync import McpError, McpServer
 
 from conftest import config_of
 
@@ -31,6 +31,13 @@ def test_raider_sync_in_either_era(protocol, era):
             assert sub.wait_acknowledged(WAIT)
             assert sub.honored == {"toolsListChanged": True}
         demo.ping()
+
+
+@pytest.mark.parametrize("protocol,code", [("auto", -32602), ("legacy", -32002)])
+def test_a_missing_resource_is_answered_as_its_era_says(protocol, code):
+    with McpServer(demo_spec(protocol=protocol), kill_grace=0.3) as demo:
+        error = pytest.raises(McpError, demo.read_resource, "demo://missing").value
+    assert error.code == code and error.data == {"uri": "demo://missing"}
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
