@@ -149,10 +149,10 @@ class ToolServerAnswers:
         """``resources/subscribe`` and ``unsubscribe`` of the handshake era: where a session
         keeps them (:attr:`keeps_subscriptions`), its client gets
         ``notifications/resources/updated`` for the URI."""
-        if not isinstance(uri, str) or not uri:
-            raise McpError(INVALID_PARAMS, "uri must be a non-empty string")
         if not self.keeps_subscriptions:
             raise MethodNotFound("resources/subscribe")
+        if not isinstance(uri, str) or not uri:
+            raise McpError(INVALID_PARAMS, "uri must be a non-empty string")
         with self._subscriptions_lock:
             (self.subscriptions.add if subscribed else self.subscriptions.discard)(uri)
         return {}
@@ -175,7 +175,7 @@ class ToolServerAnswers:
             return discover_result(self._capabilities(modern=True), server.server_info,
                                    server.instructions)
         if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
-                      "subscriptions/listen"):
+                      "resources/unsubscribe", "subscriptions/listen"):
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
         answers = None
         try:

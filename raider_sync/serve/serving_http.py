@@ -56,7 +56,7 @@ import json
 import logging
 from typing import Any, Callable, Iterable
 
-from ..client.eras.modern import MODERN_VERSIONS
+from ..client.eras.modern import META_LOG_LEVEL, MODERN_VERSIONS
 from ..errors import McpError
 from ..jsonrpc import MethodNotFound
 from ..protocol.codes import (
@@ -210,7 +210,7 @@ class ToolServerApp:
             token = (params.get("_meta") or {}).get("progressToken") \
                 if isinstance(params.get("_meta"), dict) else None
             if streams and (method == "tools/call" and token is not None
-                            or self._may_talk(method, params)):
+                            or self._may_talk(method, params, modern)):
                 if modern:
                     check_envelope(params)  # refused with its HTTP status, before the stream
                 return self._streamed_call(environ, start_response, message["id"], method,
@@ -263,9 +263,14 @@ class ToolServerApp:
                  "params": ack}
         return stream.body([first], disconnected=environ.get("waitress.client_disconnected"))
 
-    def _may_talk(self, method: str, params: dict) -> bool:
+    def _may_talk(self, method: str, params: dict, modern: bool) -> bool:
         """Whether the handler of a request takes a context, and so may send log messages
-        or (in the handshake era) ask the client: its answer is then a stream."""
+        or (in the handshake era) ask the client: its answer is then a stream. In the
+        stateless era only a request that asked for log messages is streamed (questions
+        end the round instead), so that an error keeps its HTTP status."""
+        if modern and not (isinstance(params.get("_meta"), dict)
+                           and params["_meta"].get(META_LOG_LEVEL)):
+            return False
         registry = self.tool_server._registry
         if method == "tools/call":
             found = registry.tools.get(params.get("name"))

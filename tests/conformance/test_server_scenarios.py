@@ -83,7 +83,10 @@ EXPECTED = {
         "tools-call-error", "tools-call-with-progress", "json-schema-2020-12", "resources-list",
         "resources-read-text", "resources-read-binary", "prompts-list", "prompts-get-simple",
         "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
-        "dns-rebinding-protection"},
+        "dns-rebinding-protection", "logging-set-level", "completion-complete",
+        "tools-call-with-logging", "tools-call-sampling", "tools-call-elicitation",
+        "elicitation-sep1034-defaults", "elicitation-sep1330-enums",
+        "resources-templates-read"},
     V2026: {
         "tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
         "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
@@ -93,37 +96,24 @@ EXPECTED = {
         "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
         "dns-rebinding-protection", "caching", "http-header-validation",
         "http-custom-header-server-validation", "input-required-result-unsupported-methods",
-        "input-required-result-validate-input"},
+        "input-required-result-validate-input", "completion-complete", "server-stateless",
+        "resources-templates-read",
+        *(f"input-required-result-{name}" for name in (
+            "basic-elicitation", "basic-sampling", "basic-list-roots", "request-state",
+            "multiple-input-requests", "multi-round", "missing-input-response",
+            "non-tool-request", "result-type", "tampered-state", "capability-check",
+            "ignore-extra-params"))},
     EXTENSIONS: set(),
 }
 
-_CONTEXT = ("a handler context (logging, sampling, elicitation from a tool) is not in the "
-            "public ToolServer API yet")
 _SESSIONS = "HTTP sessions (Mcp-Session-Id) and resumable SSE streams are not served"
-_INPUT_REQUIRED = ("input_required results (a tool asking the client for input between "
-                   "rounds) are not in the public ToolServer API yet")
 #: why each scenario not in EXPECTED fails, by scenario (the same reason on every run)
 MISSING = {
     "server-session-lifecycle": _SESSIONS + ": its checks are INFO only",
     "server-sse-polling": _SESSIONS,
     "server-sse-multiple-streams": _SESSIONS + " (the 2025-11-25 scenario wants a session)",
-    "logging-set-level": "logging/setLevel is not served (no handler context to log from)",
-    "tools-call-with-logging": _CONTEXT,
-    "tools-call-sampling": _CONTEXT,
-    "tools-call-elicitation": _CONTEXT,
-    "elicitation-sep1034-defaults": _CONTEXT,
-    "elicitation-sep1330-enums": _CONTEXT,
-    "completion-complete": "completion/complete is not served",
-    "resources-templates-read": "resource templates are not in the public ToolServer API yet",
-    "resources-subscribe": "resources/subscribe of the handshake era is not served",
-    "resources-unsubscribe": "resources/subscribe of the handshake era is not served",
-    "server-stateless": ("test_missing_capability needs a tool that requires a client "
-                         "capability (-32021), which the public ToolServer API cannot say"),
-    **{f"input-required-result-{name}": _INPUT_REQUIRED for name in (
-        "basic-elicitation", "basic-sampling", "basic-list-roots", "request-state",
-        "multiple-input-requests", "multi-round", "missing-input-response",
-        "non-tool-request", "result-type", "tampered-state", "capability-check",
-        "ignore-extra-params")},
+    "resources-subscribe": _SESSIONS + ": without one, there is nothing to subscribe",
+    "resources-unsubscribe": _SESSIONS + ": without one, there is nothing to subscribe",
     **{name: "the skills extension is not served"
        for name in SCENARIOS[EXTENSIONS] if name.startswith("sep-2640-")},
     **{name: "the tasks extension is not served"
