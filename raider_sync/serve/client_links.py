@@ -33,9 +33,12 @@ class RequestLink:
     answer (raising what the session raises: McpError, RequestTimeout, ConnectionClosed)."""
 
     def __init__(self, notify: Callable[[str, dict], None],
-                 request: Callable[[str, dict, float], Any] | None):
+                 request: Callable[[str, dict, float], Any] | None,
+                 close_stream: Callable[[], None] | None = None):
         self._notify = notify
         self._request = request
+        #: ends the HTTP stream carrying the answer (the client resumes it); None: no such
+        self.close_stream = close_stream
 
     def notify(self, method: str, params: dict) -> None:
         try:

@@ -164,6 +164,17 @@ class Context:
             params["logger"] = logger
         self._link.notify("notifications/message", params)
 
+    def close_stream(self) -> bool:
+        """End the HTTP event stream that carries this request's answer now, as a server
+        that polls does (SEP-1699): the client resumes it with ``Last-Event-ID`` and gets
+        what follows, the answer included. Only a session's resumable streams can be closed
+        so; True when one was. Never raises."""
+        close = getattr(self._link, "close_stream", None)
+        if close is None:
+            return False
+        close()
+        return True
+
     # -- cancellation --------------------------------------------------------------------
 
     @property

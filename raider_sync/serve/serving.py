@@ -86,7 +86,8 @@ class ToolServerAnswers:
 
     def _answer(self, method: str, params: dict, on_progress=None, *,
                 answers: dict | None = None, notify: Notify | None = None,
-                ask: Ask | None = None) -> Any:
+                ask: Ask | None = None, request_id: Any = None,
+                close_stream: Callable[[], None] | None = None) -> Any:
         """The result of one request (raises McpError, MethodNotFound, and InputRequired
         when a handler ends a round of the stateless era). A tools/call blocks until the
         tool answers; its progress goes to ``on_progress``, by default
@@ -106,7 +107,8 @@ class ToolServerAnswers:
             token = (params.get("_meta") or {}).get("progressToken")
             if on_progress is None and token is not None:
                 on_progress = self._progress_sender(token)
-            context = self._context(params, on_progress, answers, notify, ask)
+            context = self._context(params, on_progress, answers, notify, ask, request_id,
+                                    close_stream)
             try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
                 return server.call_tool(params.get("name", ""), params.get("arguments") or {},
                                         on_progress=on_progress, context=context)
@@ -129,21 +131,29 @@ class ToolServerAnswers:
             return self._page(server.list_prompts(), "prompts", params)
         if method == "prompts/get" and server.has_prompts:
             return server.get_prompt(params.get("name", ""), params.get("arguments") or {},
-                                     context=self._context(params, None, answers, notify, ask))
+                                     context=self._context(params, None, answers, notify, ask,
+                                                           request_id, close_stream))
         raise MethodNotFound(method)
 
     def _context(self, params: dict, on_progress, answers: dict | None,
-                 notify: Notify | None, ask: Ask | None) -> Context:
+                 notify: Notify | None, ask: Ask | None, request_id: Any = None,
+                 close_stream: Callable[[], None] | None = None) -> Context:
         """The context of one request's handler: of the stateless era when ``answers`` is
-        given, else of the handshake era (a client reached with ``notify`` and ``ask``)."""
+        given, else of the handshake era (a client reached with ``notify`` and ``ask``).
+        ``close_stream`` ends the HTTP stream that carries the answer, for the client to
+        resume."""
         if answers is not None:
-            return stateless_context(params, notify, answers, on_progress)
-        meta = params.get("_meta")
-        return Context(meta=meta if isinstance(meta, dict) else None,
-                       client_capabilities=self.client_capabilities,
-                       client_info=self.client_info, protocol_version=self.protocol_version,
-                       link=RequestLink(notify, ask) if notify is not None else None,
-                       on_progress=on_progress, log_level=self.log_level)
+            context = stateless_context(params, notify, answers, on_progress)
+        else:
+            meta = params.get("_meta")
+            context = Context(
+                meta=meta if isinstance(meta, dict) else None,
+                client_capabilities=self.client_capabilities, client_info=self.client_info,
+                protocol_version=self.protocol_version,
+                link=RequestLink(notify, ask, close_stream) if notify is not None else None,
+                on_progress=on_progress, log_level=self.log_level)
+        context.request_id = request_id
+        return context
 
     def _subscribe(self, uri: Any, subscribed: bool) -> dict:
         """``resources/subscribe`` and ``unsubscribe`` of the handshake era: where a session
@@ -301,10 +311,10 @@ class ServedSession(ToolServerAnswers):
         self.client_info = info if isinstance(info, dict) else None
         self.protocol_version = params.get("protocolVersion")
 
-    def _context(self, params: dict, on_progress, answers, notify, ask) -> Context:
-        context = super()._context(params, on_progress, answers, notify, ask)
+    def _context(self, params: dict, on_progress, answers, notify, ask, request_id=None,
+                 close_stream=None) -> Context:
         request_id = self.session.current_request_id()
-        context.request_id = request_id
+        context = super()._context(params, on_progress, answers, notify, ask, request_id)
         with self._listens_lock:  # so that notifications/cancelled reaches its handler
             self._contexts[request_id] = context
         return context

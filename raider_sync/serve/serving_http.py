@@ -18,8 +18,9 @@ cannot know the address it is served on, so by default it allows the loopback na
 ``allowed_origins`` name more (``serve_http`` on an address that is not a loopback one allows
 every host, unless told otherwise).
 
-Stateless by construction: no session is kept, so any number of workers can stand behind a
-load balancer. Every POST is answered on its own, with one JSON answer or, where the
+Stateless by default: no session is kept, so any number of workers can stand behind a
+load balancer (``sessions=True`` gives the handshake era's clients sessions instead, kept in
+the process: :mod:`.http_sessions`). Every POST is answered on its own, with one JSON answer or, where the
 protocol needs one, an event stream (:mod:`.serving_streams`):
 
 - ``subscriptions/listen`` (the stateless era) is answered with a stream that stays open: the
@@ -45,10 +46,14 @@ or the calls queue behind the streams.
   -32020. Its ``_meta`` must carry the revision and client capabilities (400, -32602), a
   revision served (400, -32022). An unknown method is a 404 with -32601; a resource not
   there is 400 with -32602 and ``data.uri`` (the handshake era's answer: -32002).
-- Anything else is the handshake era without a session: ``initialize`` is answered (with no
-  ``Mcp-Session-Id``), and every later request on its own.
-- Notifications (and answers, which a ToolServer never asked for) are accepted with 202.
-  DELETE is 405: there is no session to end.
+- Anything else is the handshake era: without sessions, ``initialize`` is answered (with no
+  ``Mcp-Session-Id``), and every later request on its own; with sessions, ``initialize``
+  opens one and every later request must name it (400 without, 404 for an unknown one),
+  GET opens or (``Last-Event-ID``) resumes one of its streams, and DELETE ends it.
+- A request whose handler takes a context is answered as a stream when the client accepts
+  one: its log messages and (handshake era) questions to the client go on it.
+- Notifications and answers to the handlers' questions are accepted with 202. Without
+  sessions, DELETE is 405: there is no session to end.
 """
 from __future__ import annotations
 
@@ -79,8 +84,10 @@ from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
 from .context import takes_context
+from .http_sessions import HttpSession, Sessions
 from .questions import Questions
 from .rebinding import ANY, HostCheck, is_loopback
+from .resumable import parse_event_id
 from .served import check_envelope, has_envelope, listen_ack, meta_version
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
@@ -107,16 +114,19 @@ StartResponse = Callable[[str, list], Any]
 def wsgi_app(tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
              max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
              allowed_hosts: Iterable[str] | None = None,
-             allowed_origins: Iterable[str] | None = None) -> "ToolServerApp":
+             allowed_origins: Iterable[str] | None = None,
+             sessions: bool = False) -> "ToolServerApp":
     """A WSGI app that serves ``tool_server`` at ``path`` (default ``/mcp``; None: at every
     path, for a dispatcher of your own); see :class:`ToolServerApp`. By default it answers
-    only requests whose ``Host`` is a loopback name (``allowed_hosts`` adds others). Raises
+    only requests whose ``Host`` is a loopback name (``allowed_hosts`` adds others). With
+    ``sessions``, a client of the handshake era gets a session (``Mcp-Session-Id``, see
+    :mod:`.http_sessions`); without, every request is answered on its own. Raises
     ValueError for a ``path`` that does not begin with ``/``, a negative ``max_streams``, a
     ``keepalive`` that is not a positive number of seconds, or a malformed entry of
     ``allowed_hosts`` or ``allowed_origins``."""
     return ToolServerApp(tool_server, path=path, page_size=page_size, max_streams=max_streams,
                          keepalive=keepalive, allowed_hosts=allowed_hosts,
-                         allowed_origins=allowed_origins)
+                         allowed_origins=allowed_origins, sessions=sessions)
 
 
 class ToolServerApp:
@@ -139,7 +149,7 @@ class ToolServerApp:
     def __init__(self, tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
                  max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
                  allowed_hosts: Iterable[str] | None = None,
-                 allowed_origins: Iterable[str] | None = None):
+                 allowed_origins: Iterable[str] | None = None, sessions: bool = False):
         if path is not None and (not isinstance(path, str) or not path.startswith("/")):
             raise ValueError(f"path must begin with '/', not {path!r}")
         self.path = path
@@ -148,13 +158,34 @@ class ToolServerApp:
         self.answers = ToolServerAnswers(tool_server, page_size=page_size)
         self.questions = Questions(f"{tool_server.key}-http")
         self.streams = StreamHub(tool_server, max_streams=max_streams, keepalive=keepalive)
+        #: the handshake era's sessions (``sessions=True``), else None: every request alone
+        self.sessions = (Sessions(tool_server, page_size=page_size, keepalive=keepalive)
+                         if sessions else None)
 
     def close(self, timeout: float = 0.0) -> bool:
-        """End every open stream gracefully (a listen stream with its answer) and refuse new
-        ones with 503; then wait at most ``timeout`` s for the streams to be sent to the end.
-        True when none is left open. Safe to call twice."""
+        """End every open stream gracefully (a listen stream with its answer) and every
+        session, and refuse new ones with 503; then wait at most ``timeout`` s for the
+        streams to be sent to the end. True when none is left open. Safe to call twice."""
         self.streams.close()
+        if self.sessions is not None:
+            self.sessions.close()
         return self.streams.wait_idle(timeout)
+
+    def _session(self, environ: dict, start_response: StartResponse, request_id: Any = None
+                 ) -> tuple[HttpSession | None, Iterable[bytes] | None]:
+        """The session a handshake-era request names, or the refusal to send: 400 without
+        ``Mcp-Session-Id``, 404 for one that is unknown or ended."""
+        assert self.sessions is not None
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            return None, _error(start_response, request_id, INVALID_REQUEST,
+                                "Bad Request: Mcp-Session-Id header is required",
+                                status="400 Bad Request")
+        session = self.sessions.get(session_id)
+        if session is None:
+            return None, _error(start_response, request_id, INVALID_REQUEST,
+                                "Session not found", status="404 Not Found")
+        return session, None
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if self.path is not None and (environ.get("PATH_INFO") or "/") != self.path:
@@ -165,9 +196,14 @@ class ToolServerApp:
         verb = environ.get("REQUEST_METHOD")
         if verb == "GET":
             return self._get(environ, start_response)
+        if verb == "DELETE" and self.sessions is not None:
+            if not self.sessions.end(environ.get("HTTP_MCP_SESSION_ID")):
+                return _error(start_response, None, INVALID_REQUEST, "Session not found",
+                              status="404 Not Found")
+            return _reply(start_response, "204 No Content", None)
         if verb != "POST":
-            return _reply(start_response, "405 Method Not Allowed", None,
-                          [("Allow", "GET, POST")])
+            allowed = "GET, POST, DELETE" if self.sessions is not None else "GET, POST"
+            return _reply(start_response, "405 Method Not Allowed", None, [("Allow", allowed)])
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -194,13 +230,30 @@ class ToolServerApp:
             request_id = message.get("id") if valid_id(message.get("id")) else None
             return _error(start_response, request_id, INVALID_REQUEST,
                           f"Invalid Request: {problem}")
-        if "id" not in message:
-            return _reply(start_response, "202 Accepted", None)
         method = message["method"]
         params = message.get("params", {})
         modern = (environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS
                   or (method != "initialize" and has_envelope(params)))
+        answers: ToolServerAnswers = self.answers
+        opened: list = []
+        if self.sessions is not None and not modern:
+            session: HttpSession | None
+            if method == "initialize" and "id" in message:
+                session = self.sessions.open()
+                session.met(params)
+                opened = [("Mcp-Session-Id", session.session_id)]
+            else:
+                session, refusal = self._session(environ, start_response, message.get("id"))
+                if refusal is not None:
+                    return refusal
+            assert session is not None
+            answers = session
+            if method == "notifications/cancelled" and isinstance(params, dict):
+                session.cancelled(params.get("requestId"))
+        if "id" not in message:
+            return _reply(start_response, "202 Accepted", None)
         streams = _accepts_streams(environ)
+        streamed = False
         try:
             if modern:
                 _check_headers(environ, method, params, self._tool_schema)
@@ -213,14 +266,18 @@ class ToolServerApp:
                             or self._may_talk(method, params, modern)):
                 if modern:
                     check_envelope(params)  # refused with its HTTP status, before the stream
+                streamed = True  # its thread forgets its context when it is done
                 return self._streamed_call(environ, start_response, message["id"], method,
-                                           params, token, modern)
-            result = (self.answers._answer_modern if modern else self.answers._answer)(
-                method, params)
+                                           params, token, modern, answers)
+            result = (answers._answer_modern(method, params) if modern else
+                      answers._answer(method, params, request_id=message["id"]))
         except Exception as exc:  # noqa: BLE001 - mapped to the client's answer
             return _failure(start_response, message["id"], method, exc, modern)
+        finally:
+            if isinstance(answers, HttpSession) and not streamed:
+                answers.done(message["id"])
         return _reply(start_response, "200 OK",
-                      {"jsonrpc": "2.0", "id": message["id"], "result": result})
+                      {"jsonrpc": "2.0", "id": message["id"], "result": result}, opened)
 
     def _tool_schema(self, name: Any) -> Any:
         """The input schema of the tool ``name`` (None: no such tool)."""
@@ -232,19 +289,43 @@ class ToolServerApp:
     # -- streams -------------------------------------------------------------------------
 
     def _get(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
-        """The handshake era's GET stream (the tool list's changes); 405 in the stateless
-        era, 406 without ``Accept: text/event-stream``."""
+        """The handshake era's GET stream (the tool list's changes; with sessions, also the
+        updates of the session's subscribed resources, and ``Last-Event-ID`` resumes a
+        stream); 405 in the stateless era, 406 without ``Accept: text/event-stream``."""
         if environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS:
             return _reply(start_response, "405 Method Not Allowed", None, [("Allow", "POST")])
         if not _accepts_streams(environ):
             return _error(start_response, None, INVALID_REQUEST, "GET opens an event stream: "
                           "Accept must list text/event-stream", status="406 Not Acceptable")
+        if self.sessions is not None:
+            return self._session_get(environ, start_response)
         stream = self.streams.open()
         if stream is None:
             return _busy(start_response, None)
         start_response("200 OK", list(_SSE_HEADERS))
         return stream.body(disconnected=environ.get("waitress.client_disconnected"),
                            opening=KEEP_ALIVE)
+
+    def _session_get(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        """A session's GET: the rest of the stream ``Last-Event-ID`` names, or a new stream
+        of the session's notifications (404 for an event of a stream not kept)."""
+        session, refusal = self._session(environ, start_response)
+        if refusal is not None:
+            return refusal
+        assert session is not None
+        last = parse_event_id(environ.get("HTTP_LAST_EVENT_ID"))
+        if last is not None:
+            resumed = session.stream(last[0])
+            if resumed is None:
+                return _error(start_response, None, INVALID_REQUEST,
+                              "no stream to resume by that Last-Event-ID",
+                              status="404 Not Found")
+            start_response("200 OK", list(_SSE_HEADERS))
+            return resumed.body(after=last[1], priming=False,
+                                disconnected=environ.get("waitress.client_disconnected"))
+        stream = session.new_stream("g")
+        start_response("200 OK", list(_SSE_HEADERS))
+        return stream.body(disconnected=environ.get("waitress.client_disconnected"))
 
     def _listen(self, environ: dict, start_response: StartResponse, request_id: Any,
                 params: dict, streams: bool) -> Iterable[bytes]:
@@ -281,13 +362,14 @@ class ToolServerApp:
         return False
 
     def _streamed_call(self, environ: dict, start_response: StartResponse, request_id: Any,
-                       method: str, params: dict, token: Any,
-                       modern: bool) -> Iterable[bytes]:
+                       method: str, params: dict, token: Any, modern: bool,
+                       answers: ToolServerAnswers) -> Iterable[bytes]:
         """A request answered as a stream: its progress, log messages and (in the handshake
         era) questions to the client, then its answer. The handler runs on a thread of its
         own (it ends with the call, bounded by the call timeout) while this worker sends
         what it reports."""
-        stream = self.streams.call_stream()
+        session = answers if isinstance(answers, HttpSession) else None
+        stream: Any = session.new_stream() if session is not None else self.streams.call_stream()
 
         def notify(name: str, notification: dict) -> None:
             stream.put({"jsonrpc": "2.0", "method": name, "params": notification})
@@ -298,11 +380,19 @@ class ToolServerApp:
         on_progress = progress if token is not None else None
         if modern:
             def answer() -> Any:
-                return self.answers._answer_modern(method, params, on_progress, notify=notify)
+                return answers._answer_modern(method, params, on_progress, notify=notify)
         else:
             def answer() -> Any:
-                return self.answers._answer(method, params, on_progress, notify=notify,
-                                            ask=self.questions.asker(stream.put))
+                try:
+                    return answers._answer(method, params, on_progress, notify=notify,
+                                           ask=self.questions.asker(stream.put),
+                                           request_id=request_id,
+                                           close_stream=getattr(stream, "cut", None))
+                finally:
+                    if session is not None:
+                        session.done(request_id)
+        # the body before the handler starts: a stream the handler closes at once is closed
+        body = stream.body(disconnected=environ.get("waitress.client_disconnected"))
         future = run_in_thread(answer, f"raider-{self.tool_server.key}-http-call")
 
         def done(settled) -> None:
@@ -314,7 +404,7 @@ class ToolServerApp:
                             "error": _error_object(method, error)})
         future.add_done_callback(done)
         start_response("200 OK", list(_SSE_HEADERS))
-        return stream.body(disconnected=environ.get("waitress.client_disconnected"))
+        return body
 
 
 def _accepts_streams(environ: dict) -> bool:

@@ -202,6 +202,14 @@ def fixture_server() -> ToolServer:
 def add_context_tools(server: ToolServer) -> None:
     """The tools that log, ask the client or read its capabilities."""
 
+    @server.tool(description="Tests SSE stream disconnection and client reconnection "
+                             "(SEP-1699): the stream is closed mid-call, the result comes "
+                             "after the client reconnects")
+    def test_reconnection(ctx: Context) -> str:
+        ctx.close_stream()
+        return ("Reconnection test completed successfully. If you received this, the client "
+                "properly reconnected after stream closure.")
+
     @server.tool(description="Tests tool that emits log messages during execution")
     def test_tool_with_logging(ctx: Context) -> str:
         for text in ("Tool execution started", "Tool processing data",

@@ -86,7 +86,8 @@ EXPECTED = {
         "dns-rebinding-protection", "logging-set-level", "completion-complete",
         "tools-call-with-logging", "tools-call-sampling", "tools-call-elicitation",
         "elicitation-sep1034-defaults", "elicitation-sep1330-enums",
-        "resources-templates-read"},
+        "resources-templates-read", "server-session-lifecycle", "server-sse-polling",
+        "server-sse-multiple-streams", "resources-subscribe", "resources-unsubscribe"},
     V2026: {
         "tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
         "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
@@ -106,14 +107,8 @@ EXPECTED = {
     EXTENSIONS: set(),
 }
 
-_SESSIONS = "HTTP sessions (Mcp-Session-Id) and resumable SSE streams are not served"
 #: why each scenario not in EXPECTED fails, by scenario (the same reason on every run)
 MISSING = {
-    "server-session-lifecycle": _SESSIONS + ": its checks are INFO only",
-    "server-sse-polling": _SESSIONS,
-    "server-sse-multiple-streams": _SESSIONS + " (the 2025-11-25 scenario wants a session)",
-    "resources-subscribe": _SESSIONS + ": without one, there is nothing to subscribe",
-    "resources-unsubscribe": _SESSIONS + ": without one, there is nothing to subscribe",
     **{name: "the skills extension is not served"
        for name in SCENARIOS[EXTENSIONS] if name.startswith("sep-2640-")},
     **{name: "the tasks extension is not served"
@@ -204,11 +199,12 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def server_runs(tmp_path_factory):
-    """The fixture served under waitress on a free port for the module's tests, and its
-    harness runs (each executed by the first test that reads it)."""
+    """The fixture served under waitress on a free port for the module's tests, with
+    sessions for the handshake era's clients, and its harness runs (each executed by the
+    first test that reads it)."""
     harness_installed("0.2")
     server = fixture_server()
-    app = wsgi_app(server)
+    app = wsgi_app(server, sessions=True)
     serving = Serving(app).start()
     try:
         yield Runs(f"{serving.url}/mcp", tmp_path_factory)
