@@ -1,4 +1,5 @@
-"""What a :class:`~raider_sync.serve.toolserver.ToolServer` offers: tools, resources, prompts.
+"""What a :class:`~raider_sync.serve.toolserver.ToolServer` offers: tools, resources, prompts
+(and skills: :mod:`.skills_served`).
 
 :class:`Registry` holds them by name (a resource by URI). A tool is registered with its MCP
 definition, the input schema made from a pydantic model, a JSON schema or the handler's
@@ -21,6 +22,7 @@ from ..errors import McpError
 from ..protocol.codes import INVALID_PARAMS
 from .completions import Completer
 from .context import CONTEXT_PARAM, Context, takes_context
+from .skills_served import ServedSkills
 from .templates import LocalTemplate, content_item
 
 #: a handler parameter of this name is not an argument: it receives a progress reporter
@@ -120,6 +122,8 @@ class Registry:
         self.templates: dict[str, LocalTemplate] = {}
         #: completers by (reference, argument name): a prompt's name or a template's URI
         self.completers: dict[tuple[str, str], Completer] = {}
+        #: the skills (the skills extension), their files served as resources
+        self.skills = ServedSkills()
 
     def add_tool(self, tool: LocalTool) -> None:
         """Register (or replace) ``tool``."""

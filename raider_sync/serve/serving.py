@@ -24,6 +24,7 @@ from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
 from ..protocol.codes import INVALID_PARAMS
 from ..transports.stream import StreamTransport
+from . import skills_served
 from .client_links import (
     ROUND_METHODS,
     RequestLink,
@@ -116,6 +117,8 @@ class ToolServerAnswers:
                 raise McpError(INVALID_PARAMS, str(exc)) from None
             except ToolTimeout as exc:
                 return text_result(str(exc), is_error=True)
+        if method in skills_served.METHODS and server.has_skills:
+            return skills_served.answer(server.skills, method, params, self._page)
         if method == "resources/list" and server.has_resources:
             return self._page(server.list_resources(), "resources", params)
         if method == "resources/templates/list" and server.has_resources:
@@ -205,7 +208,8 @@ class ToolServerAnswers:
             raise stateless_error(exc, method, params) from None
         if not isinstance(result, dict):
             return result
-        if method in CACHEABLE:  # fresh for no time: the lists may change, and are announced
+        # fresh for no time: the lists may change, and are announced
+        if method in CACHEABLE + skills_served.METHODS:
             result = {"ttlMs": 0, "cacheScope": "public", **result}
         return {"resultType": "complete", **result}
 
@@ -223,6 +227,8 @@ class ToolServerAnswers:
             capabilities["prompts"] = {"listChanged": False}
         if server.has_completions:
             capabilities["completions"] = {}
+        if server.has_skills:
+            capabilities["extensions"] = skills_served.capability()
         return capabilities
 
     def _initialize(self, params: dict) -> dict:

@@ -1,4 +1,4 @@
-"""ToolServer: local tools (and resources and prompts) with the face of an McpServer.
+"""ToolServer: local tools (and resources, prompts and skills) with the face of an McpServer.
 
     tools = ToolServer("local")
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -49,6 +50,8 @@ from .registry import (  # noqa: F401 - importable from here as before
     local_tool,
 )
 from .request_state import new_secret
+from .skill_files import skill_from_folder, skill_from_text
+from .skills_served import ServedSkills
 from .templates import LocalTemplate, is_template
 from .tool_calls import ToolCalls, check_schema, describe_validation, error_result  # noqa: F401 - importable from here as before
 
@@ -183,6 +186,27 @@ class ToolServer:
             self._registry.add_resource(LocalResource(uri, name or uri, read, mime_type,
                                                       description))
 
+    def add_skill(self, folder: str | os.PathLike, *, skill_path: str | None = None) -> str:
+        """Publish the skill in ``folder`` (its SKILL.md and every file below it, read now:
+        add it again to publish a change) at ``skill://<skill_path>/SKILL.md``; ``skill_path``
+        defaults to the folder's name, and its last segment must be the frontmatter's
+        ``name``. Served clients list it with ``skills/list`` and read its files as
+        resources. Returns the SKILL.md's URI. Raises ValueError naming what breaks the
+        rules (see :mod:`.skill_files`), OSError for a folder that cannot be read."""
+        skill = skill_from_folder(folder, skill_path)
+        self._registry.skills.add(skill)
+        return skill.uri
+
+    def add_skill_text(self, skill_path: str, skill_md: str,
+                       files: dict[str, str | bytes] | None = None) -> str:
+        """Publish a skill held in memory: the text of its SKILL.md and its other files by
+        path (``"references/FORMS.md"``), at ``skill://<skill_path>/SKILL.md``. Returns that
+        URI. Raises ValueError as :meth:`add_skill` does, TypeError for a file that is
+        neither str nor bytes."""
+        skill = skill_from_text(skill_path, skill_md, files)
+        self._registry.skills.add(skill)
+        return skill.uri
+
     def completion(self, ref: str, argument: str) -> Callable:
         """Decorator form of :meth:`add_completion`."""
         def register(fn: Callable) -> Callable:
@@ -258,7 +282,17 @@ class ToolServer:
 
     @property
     def has_resources(self) -> bool:
-        return bool(self._registry.resources or self._registry.templates)
+        return bool(self._registry.resources or self._registry.templates
+                    or self._registry.skills)
+
+    @property
+    def has_skills(self) -> bool:
+        return bool(self._registry.skills)
+
+    @property
+    def skills(self) -> ServedSkills:
+        """The skills served (:meth:`add_skill`), as serving answers for them."""
+        return self._registry.skills
 
     @property
     def has_completions(self) -> bool:
@@ -271,20 +305,24 @@ class ToolServer:
 
     def list_resources(self, timeout: float | None = None) -> list[dict]:
         seconds(timeout, self.call_timeout, method="ToolServer.list_resources")
-        return [r.definition() for r in list(self._registry.resources.values())]
+        return ([r.definition() for r in list(self._registry.resources.values())]
+                + self._registry.skills.resources())
 
     def list_resources_f(self) -> Future:
         return resolved(self.list_resources())
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict]:
         """The contents of a resource: ``[{uri, mimeType, text | blob}]``, of a resource
-        offered by that URI or else of the first template it matches. Raises McpError
-        -32002 with ``data.uri`` for an unknown uri (served to a client of the stateless
-        revision as -32602, which that revision uses)."""
+        offered by that URI, else of a skill's file, else of the first template it matches.
+        Raises McpError -32002 with ``data.uri`` for an unknown uri (served to a client of
+        the stateless revision as -32602, which that revision uses)."""
         seconds(timeout, self.call_timeout, method="ToolServer.read_resource")
         resource = self._registry.resources.get(uri)
         if resource is not None:
             return resource.contents()
+        skill_file = self._registry.skills.contents(uri)
+        if skill_file is not None:
+            return skill_file
         found = self._registry.find_template(uri)
         if found is None:
             raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})

@@ -67,6 +67,17 @@ ENUMS_FORM = {"type": "object", "required": [], "properties": {
                                         {"const": "value3", "title": "Third Choice"}]}}}}
 
 
+#: the skill served for the skills extension's scenarios
+SKILL_MD = """---
+name: test-skill
+description: A skill served for the conformance scenarios.
+---
+# Test skill
+
+Read reference/notes.md, then run scripts/check.sh.
+"""
+
+
 def _image() -> dict:
     return {"type": "image", "data": IMAGE, "mimeType": "image/png"}
 
@@ -189,6 +200,10 @@ def fixture_server() -> ToolServer:
         return [{"role": "user", "content": _image()},
                 {"role": "user", "content": {"type": "text",
                                              "text": "Please analyze the image above."}}]
+
+    server.add_skill_text("conformance/test-skill", SKILL_MD, {
+        "reference/notes.md": "Notes the skill refers to.\n",
+        "scripts/check.sh": "#!/bin/sh\necho ok\n"})
 
     @server.prompt(description="A prompt that asks the client for its context first")
     def test_input_required_result_prompt(ctx: Context) -> str:
