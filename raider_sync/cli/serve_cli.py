@@ -1,4 +1,5 @@
-"""``raider-sync serve [MODULE:ATTR] [--http HOST:PORT] [--app-dir DIR]``: serve a ToolServer.
+"""``raider-sync serve [MODULE:ATTR] [--http HOST:PORT [--sessions] [--allow-host NAME]]
+[--app-dir DIR]``: serve a ToolServer.
 
 Over stdio by default; with ``--http`` over Streamable HTTP under waitress (the ``gateway``
 extra) until SIGINT or SIGTERM. The target is imported the way uvicorn and flask import an
@@ -41,6 +42,13 @@ def register(sub: argparse._SubParsersAction, guard) -> None:
                        help="serve over Streamable HTTP on this address instead of stdio")
     serve.add_argument("--path", type=url_path, default="/mcp",
                        help="with --http: the URL path the server answers at (default /mcp)")
+    serve.add_argument("--sessions", action="store_true",
+                       help="with --http: give clients of the handshake era sessions "
+                            "(Mcp-Session-Id, resumable streams; kept in this process)")
+    serve.add_argument("--allow-host", action="append", metavar="NAME", dest="allowed_hosts",
+                       help="with --http: a Host the server answers besides the loopback "
+                            "names (repeatable; '*' for any); on a non-loopback address "
+                            "every host is answered unless this is given")
     serve.add_argument("--app-dir", default=".", metavar="DIR",
                        help="the folder MODULE is imported from first (default: the current "
                             "folder)")
@@ -95,10 +103,12 @@ def run_serve(args) -> int:
             tool_server.serve_stdio()
             return EXIT_OK
         host, port = args.http
-        return _serve_http(tool_server, host, port, path=args.path)
+        return _serve_http(tool_server, host, port, path=args.path, sessions=args.sessions,
+                           allowed_hosts=args.allowed_hosts)
 
 
-def _serve_http(tool_server, host: str, port: int, path: str) -> int:
+def _serve_http(tool_server, host: str, port: int, path: str, sessions: bool = False,
+                allowed_hosts: list[str] | None = None) -> int:
     from ..serve.serving_http import serve_http
 
     def serving(url: str) -> None:
@@ -107,7 +117,8 @@ def _serve_http(tool_server, host: str, port: int, path: str) -> int:
 
     try:
         with _sigterm_interrupts():
-            serve_http(tool_server, host, port, path=path, on_serving=serving)
+            serve_http(tool_server, host, port, path=path, on_serving=serving,
+                       sessions=sessions, allowed_hosts=allowed_hosts)
     except OSError as exc:
         print(f"raider-sync serve: cannot listen on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)

@@ -12,6 +12,7 @@ import textwrap
 import time
 
 import pytest
+import requests
 
 from raider_sync import McpServer
 from raider_sync.cli import main
@@ -145,6 +146,33 @@ def test_serve_http_serves_a_client_until_a_signal(stop):
         out, err = proc.communicate(timeout=WAIT)
         assert proc.returncode == 0, err
         assert b"Traceback" not in err and out == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=WAIT)
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+
+
+def test_serve_http_with_sessions_and_another_allowed_host():
+    proc = subprocess.Popen([sys.executable, "-m", "raider_sync", "serve", "--http",
+                             "127.0.0.1:0", "--sessions", "--allow-host", "tools.example"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        url = serving_url(proc, WAIT)
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}
+        with requests.Session() as http:
+            opened = http.post(url, json=initialize, timeout=WAIT,
+                               headers={"Host": "tools.example"})
+            assert opened.status_code == 200 and opened.headers["Mcp-Session-Id"]
+            assert http.post(url, json=initialize, timeout=WAIT,
+                             headers={"Host": "elsewhere.example"}).status_code == 403
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=WAIT)
+        assert proc.returncode == 0, err
     finally:
         if proc.poll() is None:
             proc.kill()
