@@ -13,6 +13,7 @@ from raider_sync.protocol.http_headers import (
     decode_value,
     encode_value,
     header_params,
+    headers_problem,
     message_headers,
     param_value,
 )
@@ -124,3 +125,12 @@ def test_message_headers():
     assert message_headers(read) == {"Mcp-Method": "resources/read",
                                      "Mcp-Name": "file:///a b.txt"}
     assert message_headers({"jsonrpc": "2.0", "id": 3, "result": {}}) == {}
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_the_tasks_methods_are_named_by_their_task_id(method):
+    message = {"jsonrpc": "2.0", "id": 4, "method": method, "params": {"taskId": "t-1"}}
+    assert message_headers(message) == {"Mcp-Method": method, "Mcp-Name": "t-1"}
+    assert headers_problem(method, "t-1", method, {"taskId": "t-1"}) is None
+    assert "Mcp-Name" in headers_problem(method, "t-2", method, {"taskId": "t-1"})
+    assert "Mcp-Name" in headers_problem(method, None, method, {"taskId": "t-1"})
