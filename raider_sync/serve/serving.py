@@ -27,6 +27,7 @@ from ..transports.stream import StreamTransport
 from .client_links import ROUND_METHODS, RequestLink, input_required_result, round_answers, stateless_context
 from .context import LOG_LEVELS, Context, InputRequired
 from .served import ServedEra, check_envelope, discover_result, listen_ack, listen_notification, listen_result
+from .tasks import TASK_METHODS, TASKS_EXTENSION
 
 PAGE_SIZE = 100
 SERVE_WORKERS = 16
@@ -92,6 +93,11 @@ class ToolServerAnswers:
             token = (params.get("_meta") or {}).get("progressToken")
             if on_progress is None and token is not None:
                 on_progress = self._progress_sender(token)
+            if answers is not None:  # the stateless era: the call may be a task's
+                tasked = server.call_as_task(params, answers=answers, notify=notify,
+                                             on_progress=on_progress)
+                if tasked is not None:
+                    return tasked
             context = self._context(params, on_progress, answers, notify, ask)
             try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
                 return server.call_tool(params.get("name", ""), params.get("arguments") or {},
@@ -163,6 +169,8 @@ class ToolServerAnswers:
         if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
                       "subscriptions/listen"):
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
+        if method in TASK_METHODS:
+            return self.tool_server.served_tasks.answer(method, params)
         answers = None
         if method in ROUND_METHODS:  # the methods whose handlers may ask the client
             name = str(params.get("uri") if method == "resources/read" else params.get("name"))
@@ -194,6 +202,8 @@ class ToolServerAnswers:
             capabilities["prompts"] = {"listChanged": False}
         if server.has_completions:
             capabilities["completions"] = {}
+        if modern and server.offers_tasks:
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
 
     def _initialize(self, params: dict) -> dict:
