@@ -25,6 +25,11 @@ argument of the tool and not in its input schema). The context reaches the clien
   travel in a signed ``requestState`` (:mod:`.request_state`). A handler should therefore do
   its side effects after its questions, not before.
 
+A call of the stateless era may also run as a task (:mod:`.tasks`): its link then parks the
+task in ``input_required`` for a question and blocks the handler until the client answers
+with ``tasks/update``; :meth:`Context.begin_task` begins the task where the tool says the
+handler does.
+
 One handler API serves both eras. Without a client (a ToolServer called in-process by the
 application itself) progress goes to the caller's ``on_progress``, log messages to Python's
 logging, and asking raises :class:`~raider_sync.errors.McpError` (-32021).
