@@ -7,7 +7,8 @@
 
 Every POST of the stateless revision carries ``Mcp-Method`` (the JSON-RPC method) and, for
 ``tools/call`` and ``prompts/get``, ``Mcp-Name`` = ``params.name``, for ``resources/read`` the
-``params.uri``. A tool's input schema may annotate a property with ``x-mcp-header: NAME``; the
+``params.uri``, for the tasks extension's ``tasks/get``, ``tasks/update`` and ``tasks/cancel``
+the ``params.taskId``. A tool's input schema may annotate a property with ``x-mcp-header: NAME``; the
 argument at that property is then mirrored into ``Mcp-Param-NAME``. Values that are not plain
 printable ASCII travel as ``=?base64?<base64 of UTF-8>?=``.
 
@@ -29,8 +30,10 @@ _PRINTABLE = re.compile(r"[\x20-\x7e]*")
 _SENTINEL = re.compile(r"=\?base64\?.*\?=", re.IGNORECASE | re.DOTALL)
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 _HEADER_TYPES = ("string", "integer", "boolean")
-#: methods whose Mcp-Name is params.name, and the one whose Mcp-Name is params.uri
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: methods whose Mcp-Name is params.name, the one whose Mcp-Name is params.uri, and the
+#: tasks extension's, whose Mcp-Name is params.taskId
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+          "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 
 class InvalidAnnotation(RaiderError):

@@ -106,9 +106,11 @@ def input_required_result(secret: bytes, method: str, name: str, exc: InputRequi
 
 
 def stateless_context(params: dict, notify: Callable[[str, dict], None] | None,
-                      answers: dict[str, dict], on_progress: Callable | None = None) -> Context:
+                      answers: dict[str, dict], on_progress: Callable | None = None, *,
+                      link: Any = None, ask_timeout: float = 300.0) -> Context:
     """The context of a request of the stateless era (its ``_meta`` says who the client is
-    and whether it wants log messages: without ``logLevel`` none are sent)."""
+    and whether it wants log messages: without ``logLevel`` none are sent). Its link is
+    ``link``, by default a :class:`RoundsLink` of ``answers`` and ``notify``."""
     given = params.get("_meta")
     meta: dict = given if isinstance(given, dict) else {}
     capabilities, info = meta.get(META + "clientCapabilities"), meta.get(META + "clientInfo")
@@ -117,5 +119,6 @@ def stateless_context(params: dict, notify: Callable[[str, dict], None] | None,
                    client_capabilities=capabilities if isinstance(capabilities, dict) else {},
                    client_info=info if isinstance(info, dict) else None,
                    protocol_version=meta.get(META + "protocolVersion"),
-                   link=RoundsLink(answers, notify), on_progress=on_progress,
-                   log_level=level if isinstance(level, str) else None)
+                   link=link if link is not None else RoundsLink(answers, notify),
+                   on_progress=on_progress, log_level=level if isinstance(level, str) else None,
+                   ask_timeout=ask_timeout)

@@ -25,6 +25,11 @@ argument of the tool and not in its input schema). The context reaches the clien
   travel in a signed ``requestState`` (:mod:`.request_state`). A handler should therefore do
   its side effects after its questions, not before.
 
+A call of the stateless era may also run as a task (:mod:`.tasks`): its link then parks the
+task in ``input_required`` for a question and blocks the handler until the client answers
+with ``tasks/update``; :meth:`Context.begin_task` begins the task where the tool says the
+handler does.
+
 One handler API serves both eras. Without a client (a ToolServer called in-process by the
 application itself) progress goes to the caller's ``on_progress``, log messages to Python's
 logging, and asking raises :class:`~raider_sync.errors.McpError` (-32021).
@@ -105,6 +110,9 @@ class ClientLink(Protocol):
         """The client's answers, by key. Blocks up to ``timeout`` s (handshake era) or raises
         :class:`InputRequired` (stateless era); McpError for a refused question."""
 
+    # A link may also have ``begin_task(message) -> bool`` and ``task_id``: the link of a
+    # call that may become a task (:mod:`.tasks`); the context asks for them with getattr.
+
 
 class Context:
     """One request as its handler sees it. Thread-safe to read; the methods may be called
@@ -155,7 +163,7 @@ class Context:
         if level not in LOG_LEVELS:
             raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
         if self._link is None:
-            logging.getLogger(logger or "raider_sync.serve.handler").log(_PY_LEVELS[level], "%s", data)
+            log_locally(level, data, logger)
             return
         if self.log_level is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
             return
@@ -186,6 +194,32 @@ class Context:
     def cancel(self) -> None:
         """Mark the request cancelled (the serving side calls this)."""
         self._cancelled.set()
+
+    def wait_cancelled(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the request to be cancelled; whether it was. A
+        handler that works in steps, or waits for something, waits here rather than in
+        ``time.sleep``, so that a cancellation ends the wait at once. Blocks."""
+        return self._cancelled.wait(timeout)
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (the stateless era's tasks extension), or
+        None: not (yet) a task."""
+        return getattr(self._link, "task_id", None)
+
+    def begin_task(self, message: str | None = None) -> bool:
+        """Turn this call into a task now, with ``message`` as its first status message:
+        the client is answered with the task at once, and the handler goes on, its result
+        becoming the task's. For a tool declared with ``task_begins="handler"``: the
+        questions asked before this were ordinary rounds of the request. True when the call
+        runs as a task (it already did: True again); False where it cannot (the handshake
+        era, a client that did not declare the tasks extension, no client, a request whose
+        time ran out): the handler then simply goes on and its result answers the call.
+        Does not block."""
+        begin = getattr(self._link, "begin_task", None)
+        return bool(begin(message)) if begin is not None else False
 
     # -- asking the client ---------------------------------------------------------------
 
@@ -244,6 +278,13 @@ class Context:
         with self._keys_lock:
             count = self._keys[kind] = self._keys.get(kind, 0) + 1
         return kind if count == 1 else f"{kind}_{count}"
+
+
+def log_locally(level: str, data: Any, logger: str | None = None) -> None:
+    """A handler's log message with no client to send it to, to Python's logging (the
+    logger ``logger``, by default ``raider_sync.serve.handler``)."""
+    logging.getLogger(logger or "raider_sync.serve.handler").log(_PY_LEVELS.get(level, logging.INFO),
+                                                                 "%s", data)
 
 
 def _needed(requests: Mapping[str, InputRequest]) -> dict:

@@ -27,6 +27,10 @@ from .templates import LocalTemplate, content_item
 
 #: a handler parameter of this name is not an argument: it receives a progress reporter
 PROGRESS_PARAM = "progress"
+#: how a tool may run as a task (the stateless era's tasks extension): None, never
+TASK_SUPPORT = (None, "optional", "required")
+#: when a task begins: as the call arrives ("call"), or when the handler says so ("handler")
+TASK_BEGINS = ("call", "handler")
 
 
 @dataclass
@@ -39,6 +43,23 @@ class LocalTool:
     model: Optional[type[BaseModel]] = None  # validates and builds the handler's argument(s)
     pass_model: bool = False                  # handler(model) rather than handler(**fields)
     annotations: Optional[dict] = None
+    #: None: never a task; "optional": a task for a client that declares the tasks
+    #: extension; "required": only ever a task (-32021 for a client that does not declare it)
+    task: Optional[str] = None
+    #: "call": the task begins before the handler runs; "handler": when the handler calls
+    #: ``ctx.begin_task()`` (its questions before that are input_required rounds)
+    task_begins: str = "call"
+
+    def __post_init__(self) -> None:
+        if self.task not in TASK_SUPPORT:
+            raise ValueError(f"tool {self.name!r}: task must be None, 'optional' or "
+                             f"'required', not {self.task!r}")
+        if self.task_begins not in TASK_BEGINS:
+            raise ValueError(f"tool {self.name!r}: task_begins must be 'call' or 'handler', "
+                             f"not {self.task_begins!r}")
+        if self.task is None and self.task_begins != "call":
+            raise ValueError(f"tool {self.name!r}: task_begins is for a tool that may run as "
+                             f"a task; give task='optional' or 'required' too")
 
     @property
     def wants_progress(self) -> bool:
@@ -125,6 +146,11 @@ class Registry:
         #: the skills (the skills extension), their files served as resources
         self.skills = ServedSkills()
 
+    @property
+    def offers_tasks(self) -> bool:
+        """Whether a tool may run as a task (the tasks extension is then advertised)."""
+        return any(tool.task is not None for tool in list(self.tools.values()))
+
     def add_tool(self, tool: LocalTool) -> None:
         """Register (or replace) ``tool``."""
         with self._lock:
@@ -157,19 +183,23 @@ class Registry:
 
 def local_tool(name: str, handler: Callable, *, description: str | None = None,
                input_model: type[BaseModel] | None = None, input_schema: dict | None = None,
-               annotations: dict | None = None) -> LocalTool:
+               annotations: dict | None = None, task: str | None = None,
+               task_begins: str = "call") -> LocalTool:
     """The tool ``name`` of ``handler`` (see :meth:`ToolServer.add_tool
-    <raider_sync.ToolServer.add_tool>` for where its input schema comes from)."""
+    <raider_sync.ToolServer.add_tool>` for where its input schema comes from, and ``task``
+    and ``task_begins``). Raises ValueError for a ``task`` or ``task_begins`` it does not
+    know."""
     description = description if description is not None else inspect.getdoc(handler) or ""
     if input_model is not None:
         return LocalTool(name, description, _schema_of(input_model), handler, input_model,
-                         pass_model=True, annotations=annotations)
+                         pass_model=True, annotations=annotations, task=task,
+                         task_begins=task_begins)
     if input_schema is not None:
         return LocalTool(name, description, dict(input_schema), handler, None,
-                         annotations=annotations)
+                         annotations=annotations, task=task, task_begins=task_begins)
     model = _model_from_signature(name, handler)
     return LocalTool(name, description, _schema_of(model), handler, model,
-                     annotations=annotations)
+                     annotations=annotations, task=task, task_begins=task_begins)
 
 
 def local_prompt(name: str, render: Callable[..., Any], description: str | None) -> LocalPrompt:

@@ -24,6 +24,7 @@ from ..client.eras.modern import (
 )
 from ..errors import McpError
 from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST, RESOURCE_NOT_FOUND, UNSUPPORTED_VERSION
+from .tasks.running import declares_tasks, missing_extension
 
 
 def has_envelope(params: Any) -> bool:
@@ -77,10 +78,14 @@ def discover_result(capabilities: dict, server_info: dict, instructions: str | N
 def listen_ack(params: dict, request_id: Any, can: dict) -> dict:
     """The honored subset of a listen request's filter (``can``: which list kinds may
     change, and ``resourceSubscriptions``: whether resources are announced), as the params
-    of its acknowledgement."""
+    of its acknowledgement. Task status (``taskIds``) is not sent, so never honored; asked
+    for by a client that does not declare the tasks extension, it is refused with McpError
+    -32021, as the extension requires."""
     wanted = params.get("notifications")
     if not isinstance(wanted, dict):
         wanted = {}
+    if "taskIds" in wanted and not declares_tasks(params):
+        raise missing_extension("task status notifications (taskIds)")
     honored: dict[str, Any] = {key: True for key in ("toolsListChanged", "promptsListChanged",
                                                      "resourcesListChanged")
                                if wanted.get(key) and can.get(key)}

@@ -42,6 +42,7 @@ from .served import (
     listen_result,
     stateless_error,
 )
+from .tasks import TASK_METHODS, TASKS_EXTENSION
 
 PAGE_SIZE = 100
 SERVE_WORKERS = 16
@@ -108,6 +109,11 @@ class ToolServerAnswers:
             token = (params.get("_meta") or {}).get("progressToken")
             if on_progress is None and token is not None:
                 on_progress = self._progress_sender(token)
+            if answers is not None:  # the stateless era: the call may be a task's
+                tasked = server.call_as_task(params, answers=answers, notify=notify,
+                                             on_progress=on_progress)
+                if tasked is not None:
+                    return tasked
             context = self._context(params, on_progress, answers, notify, ask, request_id,
                                     close_stream)
             try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
@@ -190,6 +196,8 @@ class ToolServerAnswers:
         if method in ("ping", "initialize", "logging/setLevel", "resources/subscribe",
                       "resources/unsubscribe", "subscriptions/listen"):
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
+        if method in TASK_METHODS:
+            return self.tool_server.served_tasks.answer(method, params)
         answers = None
         try:
             if method in ROUND_METHODS:  # the methods whose handlers may ask the client
@@ -227,8 +235,13 @@ class ToolServerAnswers:
             capabilities["prompts"] = {"listChanged": False}
         if server.has_completions:
             capabilities["completions"] = {}
+        extensions: dict[str, Any] = {}
         if server.has_skills:
-            capabilities["extensions"] = skills_served.capability()
+            extensions.update(skills_served.capability())
+        if modern and server.offers_tasks:
+            extensions[TASKS_EXTENSION] = {}
+        if extensions:
+            capabilities["extensions"] = extensions
         return capabilities
 
     def _initialize(self, params: dict) -> dict:

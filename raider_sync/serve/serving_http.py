@@ -266,6 +266,8 @@ class ToolServerApp:
                             or self._may_talk(method, params, modern)):
                 if modern:
                     check_envelope(params)  # refused with its HTTP status, before the stream
+                    if method == "tools/call":  # so is a task tool called without the extension
+                        self.tool_server.is_task_call(params)
                 streamed = True  # its thread forgets its context when it is done
                 return self._streamed_call(environ, start_response, message["id"], method,
                                            params, token, modern, answers)

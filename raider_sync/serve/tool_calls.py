@@ -58,10 +58,10 @@ class ToolCalls:
         if tool.wants_context and context is None:
             context = Context(on_progress=on_progress)
         try:
-            call = self._prepare(tool, dict(arguments or {}), on_progress, context)
-        except _InvalidArguments as exc:
+            call = self.prepare(tool, dict(arguments or {}), on_progress, context)
+        except InvalidArguments as exc:
             return resolved(error_result(str(exc)))
-        future = then(self._run(call, f"raider-{self.key}-tool"), _as_result)
+        future = then(self._run(call, f"raider-{self.key}-tool"), as_result)
         self._deadlines.watch(future, bound, lambda: ToolTimeout(
             f"tool {name} timed out after {bound:g} s"))
         if context is not None:
@@ -79,19 +79,22 @@ class ToolCalls:
         self._deadlines.close()
         return first
 
-    def _prepare(self, tool: LocalTool, arguments: dict,
-                 on_progress: Callable | None = None,
-                 context: Context | None = None) -> Callable[[], Any]:
+    def prepare(self, tool: LocalTool, arguments: dict,
+                on_progress: Callable | None = None,
+                context: Context | None = None) -> Callable[[], Any]:
+        """The handler of ``tool`` bound to its checked ``arguments`` (and the ``progress``
+        reporter, the ``context`` it takes): a callable that runs it. Raises
+        InvalidArguments, whose message names the fields, for arguments that do not fit."""
         extra = {CONTEXT_PARAM: context} if context is not None and tool.wants_context else {}
         if tool.model is None:
             problems = check_schema(tool.input_schema, arguments)
             if problems:
-                raise _InvalidArguments(f"Invalid arguments for tool {tool.name}: {'; '.join(problems)}")
+                raise InvalidArguments(f"Invalid arguments for tool {tool.name}: {'; '.join(problems)}")
             return lambda: tool.handler(arguments, **extra)
         try:
             model = tool.model.model_validate(arguments)
         except ValidationError as exc:
-            raise _InvalidArguments(f"Invalid arguments for tool {tool.name}: "
+            raise InvalidArguments(f"Invalid arguments for tool {tool.name}: "
                                     f"{describe_validation(exc)}") from None
         if tool.pass_model:
             return lambda: tool.handler(model, **extra)
@@ -112,14 +115,12 @@ class ToolCalls:
                 return
             except McpError as exc:
                 if exc.code != MISSING_CAPABILITY:
-                    outer.set_result(error_result(f"Error: {exc}"))
+                    outer.set_result(handler_failure(exc))
                 else:  # a question the client cannot answer: the protocol's error, not a result
                     outer.set_exception(exc)
                 return
             except Exception as exc:  # noqa: BLE001 - a handler's failure is an error result
-                log.debug("tool handler failed", exc_info=True)
-                outer.set_result(error_result(f"Error: {exc}" if str(exc) else
-                                              f"Error: {type(exc).__name__}"))
+                outer.set_result(handler_failure(exc))
                 return
             if isinstance(value, Future):
                 value.add_done_callback(lambda f: _settle_from(outer, f))
@@ -139,8 +140,8 @@ class ToolCalls:
         return outer
 
 
-class _InvalidArguments(Exception):
-    pass
+class InvalidArguments(Exception):
+    """A call's arguments do not fit its tool; the message names the fields."""
 
 
 def error_result(text: str) -> dict:
@@ -148,8 +149,15 @@ def error_result(text: str) -> dict:
     return ToolResult({"content": [{"type": "text", "text": text}], "isError": True})
 
 
-def _as_result(value: Any) -> dict:
-    """A handler's return value as a tool result dict."""
+def handler_failure(exc: BaseException) -> dict:
+    """The ``isError`` result of a handler that raised ``exc``."""
+    log.debug("tool handler failed", exc_info=exc)
+    return error_result(f"Error: {exc}" if str(exc) else f"Error: {type(exc).__name__}")
+
+
+def as_result(value: Any) -> dict:
+    """A handler's return value as a tool result dict (a string, content blocks, a
+    ``(text, is_error)`` pair, a result dict, None or anything JSON can hold)."""
     return ToolResult(_result_of(value))
 
 

@@ -52,10 +52,15 @@ from .registry import (  # noqa: F401 - importable from here as before
 from .request_state import new_secret
 from .skill_files import skill_from_folder, skill_from_text
 from .skills_served import ServedSkills
+from .tasks import ServedTasks, TaskStore
+from .tasks.running import DEFAULT_MAX_RUNNING, DEFAULT_POLL_INTERVAL, DEFAULT_TTL
 from .templates import LocalTemplate, is_template
 from .tool_calls import ToolCalls, check_schema, describe_validation, error_result  # noqa: F401 - importable from here as before
 
 log = logging.getLogger("raider_sync.toolserver")
+
+#: the seconds close() waits for the threads of running tasks to end
+TASK_CLOSE_GRACE = 5.0
 
 
 class ToolServer:
@@ -65,13 +70,23 @@ class ToolServer:
     after half a second without work; a handler may also return a ``Future``, which is then
     awaited without taking a pool thread. :meth:`close` joins the pool.
     ``on_tools_changed(server)`` is told when tools are added or removed.
+
+    Served in the stateless era, a tool registered with ``task=`` runs as a task for a
+    client that declares the tasks extension (see :mod:`.tasks`): ``task_store`` keeps the
+    tasks (default: in this process's memory), ``task_ttl`` is how long one is kept, in
+    seconds from its creation (None: for ever), ``task_poll_interval`` the seconds a client
+    is asked to leave between its polls, and at most ``max_tasks`` task handlers run at once,
+    each on a thread of its own.
     """
 
     transport = "local"
 
     def __init__(self, name: str, *, instructions: str | None = None, version: str = "0.1.0",
                  max_workers: int = 8, call_timeout: float = DEFAULT_CALL_TIMEOUT_S,
-                 state_secret: bytes | None = None):
+                 state_secret: bytes | None = None, task_store: TaskStore | None = None,
+                 task_ttl: float | None = DEFAULT_TTL,
+                 task_poll_interval: float = DEFAULT_POLL_INTERVAL,
+                 max_tasks: int = DEFAULT_MAX_RUNNING):
         self.name = name
         self.key = normalize_name(name)
         self.instructions = instructions
@@ -92,6 +107,9 @@ class ToolServer:
         self._resource_listeners: list[Callable[[str], None]] = []
         self._registry = Registry(self._tools_changed)
         self._calls = ToolCalls(name, self.key, max_workers)
+        #: the tasks of the stateless era's clients (:mod:`.tasks`)
+        self.served_tasks = ServedTasks(self.key, store=task_store, ttl=task_ttl,
+                                        poll_interval=task_poll_interval, max_running=max_tasks)
 
     def __repr__(self) -> str:
         return f"<ToolServer {self.name!r} tools={self.tool_names}>"
@@ -146,28 +164,40 @@ class ToolServer:
 
     def tool(self, name: str | None = None, *, description: str | None = None,
              input_model: type[BaseModel] | None = None, input_schema: dict | None = None,
-             annotations: dict | None = None) -> Callable:
+             annotations: dict | None = None, task: str | None = None,
+             task_begins: str = "call") -> Callable:
         """Decorator form of :meth:`add_tool`; the function's name and docstring are defaults."""
         def register(fn: Callable) -> Callable:
             self.add_tool(name or fn.__name__, fn, description=description,
                           input_model=input_model, input_schema=input_schema,
-                          annotations=annotations)
+                          annotations=annotations, task=task, task_begins=task_begins)
             return fn
         return register
 
     def add_tool(self, name: str, handler: Callable, *, description: str | None = None,
                  input_model: type[BaseModel] | None = None, input_schema: dict | None = None,
-                 annotations: dict | None = None) -> None:
+                 annotations: dict | None = None, task: str | None = None,
+                 task_begins: str = "call") -> None:
         """Register (or replace) a tool.
 
         The input schema comes from ``input_model`` (the handler gets the model instance),
         else from ``input_schema`` (a JSON schema; the handler gets the argument dict, checked
         for required fields and top-level types), else from the handler's signature (the
         handler gets keyword arguments validated by pydantic).
+
+        ``task`` says whether the tool may run as a task (the stateless era's tasks
+        extension): None (never), ``"optional"`` (a task for a client that declares the
+        extension, an ordinary call for others) or ``"required"`` (a task only; a client that
+        does not declare the extension is refused with -32021). ``task_begins`` says when:
+        ``"call"`` (as the call arrives, before the handler runs) or ``"handler"`` (when the
+        handler calls ``ctx.begin_task()``; questions it asks before are ordinary rounds of
+        the request). Called in-process, or in the handshake era, the tool runs as any
+        other. Raises ValueError for a ``task`` or ``task_begins`` it does not know.
         """
         self._registry.add_tool(local_tool(name, handler, description=description,
                                            input_model=input_model, input_schema=input_schema,
-                                           annotations=annotations))
+                                           annotations=annotations, task=task,
+                                           task_begins=task_begins))
 
     def remove_tool(self, name: str) -> None:
         self._registry.remove_tool(name)
@@ -278,6 +308,25 @@ class ToolServer:
                                              raise_on_error=raise_on_error,
                                              context=context), bound)
 
+    def call_as_task(self, params: dict, *, answers: dict[str, dict],
+                     notify: Callable[[str, dict], None] | None = None,
+                     on_progress: Callable[..., None] | None = None) -> dict | None:
+        """The serving side's: the answer to a ``tools/call`` of the stateless era (its
+        ``params``, the client's ``answers`` so far) when it is for a task, else None (it is
+        answered as any call). See :meth:`.tasks.ServedTasks.call` for what it answers,
+        what blocks (up to :attr:`call_timeout`) and what is raised."""
+        return self.served_tasks.call(self._registry.tools.get(str(params.get("name"))), params,
+                                      self._calls.prepare, answers=answers, notify=notify,
+                                      on_progress=on_progress, timeout=self.call_timeout)
+
+    def is_task_call(self, params: dict) -> bool:
+        """Whether a ``tools/call`` of the stateless era (its ``params``) is for a task.
+        Raises McpError -32021 for a tool that runs only as a task called by a client that
+        does not declare the extension (the serving side asks before it answers with a
+        stream, so that the refusal keeps its HTTP status). Does not block."""
+        return self.served_tasks.is_task(self._registry.tools.get(str(params.get("name"))),
+                                         params)
+
     # -- resources and prompts -----------------------------------------------------------
 
     @property
@@ -384,9 +433,12 @@ class ToolServer:
         from .serving import serve_stdio
         serve_stdio(self, stdin=stdin, stdout=stdout)
 
-    def close(self) -> None:
-        """Join the handler pool, then call :attr:`on_close` (once): whoever closes the tool
-        server (an McpHub it was mounted on) closes what stands behind it. Safe to call twice."""
+    def close(self, timeout: float = TASK_CLOSE_GRACE) -> None:
+        """End the running tasks (they fail, their handlers are told they are cancelled,
+        their threads joined for at most ``timeout`` s), join the handler pool, then call
+        :attr:`on_close` (once): whoever closes the tool server (an McpHub it was mounted on)
+        closes what stands behind it. Safe to call twice."""
+        self.served_tasks.close(timeout)
         first = self._calls.close()
         if first and self.on_close is not None:
             self.on_close()
@@ -416,6 +468,11 @@ class ToolServer:
     def remove_resource_listener(self, callback: Callable[[str], None]) -> None:
         if callback in self._resource_listeners:
             self._resource_listeners.remove(callback)
+
+    @property
+    def offers_tasks(self) -> bool:
+        """Whether a tool may run as a task (the tasks extension is then advertised)."""
+        return self._registry.offers_tasks
 
     def _tools_changed(self) -> None:
         for callback in [self.on_tools_changed, *self._listeners]:

@@ -17,6 +17,8 @@ from raider_sync import Context, McpError, ToolServer
 from raider_sync.protocol.codes import MISSING_CAPABILITY
 from raider_sync.serve.context import elicitation, roots, sampling
 
+from serve.task_tools import add_task_tools
+
 #: a 1x1 red PNG pixel, and a minimal WAV file (the reference server's test data)
 IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 AUDIO = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
@@ -162,6 +164,7 @@ def fixture_server() -> ToolServer:
         return "Streaming complete"
 
     add_context_tools(server)
+    add_task_tools(server)  # the tasks extension's scenarios
 
     server.add_resource("test://template/{id}/data",
                         lambda id: json.dumps({"id": id, "templateTest": True,

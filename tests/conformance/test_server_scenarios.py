@@ -104,13 +104,14 @@ EXPECTED = {
             "multiple-input-requests", "multi-round", "missing-input-response",
             "non-tool-request", "result-type", "tampered-state", "capability-check",
             "ignore-extra-params"))},
-    EXTENSIONS: {name for name in SCENARIOS[EXTENSIONS] if name.startswith("sep-2640-")},
+    EXTENSIONS: {name for name in SCENARIOS[EXTENSIONS]
+                 if name != "tasks-status-notifications"},
 }
 
 #: why each scenario not in EXPECTED fails, by scenario (the same reason on every run)
 MISSING = {
-    **{name: "the tasks extension is not served"
-       for name in SCENARIOS[EXTENSIONS] if name.startswith("tasks-")},
+    "tasks-status-notifications": "the harness skips every check of it (its "
+                                  "subscriptions/listen rewrite is pending)",
 }
 
 #: the harness's bound on one scenario (its timeout is a FAILURE of that scenario)

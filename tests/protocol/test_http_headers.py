@@ -13,6 +13,7 @@ from raider_sync.protocol.http_headers import (
     decode_value,
     encode_value,
     header_params,
+    headers_problem,
     message_headers,
     param_headers_problem,
     param_value,
@@ -171,3 +172,12 @@ def test_integers_and_booleans_compare_as_sent():
     assert param_headers_problem({"N": ("n",)}, {"n": big}, lambda name: None) is None, \
         "a client leaves out what JSON numbers cannot carry"
     assert param_headers_problem({"N": ("n",)}, {"n": big}, lambda name: str(big)) is None
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_the_tasks_methods_are_named_by_their_task_id(method):
+    message = {"jsonrpc": "2.0", "id": 4, "method": method, "params": {"taskId": "t-1"}}
+    assert message_headers(message) == {"Mcp-Method": method, "Mcp-Name": "t-1"}
+    assert headers_problem(method, "t-1", method, {"taskId": "t-1"}) is None
+    assert "Mcp-Name" in headers_problem(method, "t-2", method, {"taskId": "t-1"})
+    assert "Mcp-Name" in headers_problem(method, None, method, {"taskId": "t-1"})
