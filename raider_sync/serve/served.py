@@ -77,10 +77,10 @@ def discover_result(capabilities: dict, server_info: dict, instructions: str | N
 
 def listen_ack(params: dict, request_id: Any, can: dict) -> dict:
     """The honored subset of a listen request's filter (``can``: which list kinds may
-    change, and ``resourceSubscriptions``: whether resources are announced), as the params
-    of its acknowledgement. Task status (``taskIds``) is not sent, so never honored; asked
-    for by a client that does not declare the tasks extension, it is refused with McpError
-    -32021, as the extension requires."""
+    change, ``resourceSubscriptions``: whether resources are announced, ``taskIds``:
+    whether tasks are served), as the params of its acknowledgement. ``taskIds`` asked for
+    by a client that does not declare the tasks extension is refused with McpError -32021,
+    as the extension requires."""
     wanted = params.get("notifications")
     if not isinstance(wanted, dict):
         wanted = {}
@@ -94,15 +94,24 @@ def listen_ack(params: dict, request_id: Any, can: dict) -> dict:
         uris = [uri for uri in uris if isinstance(uri, str) and uri]
         if uris:
             honored["resourceSubscriptions"] = uris
+    task_ids = wanted.get("taskIds")
+    if can.get("taskIds") and isinstance(task_ids, list):
+        task_ids = [task for task in task_ids if isinstance(task, str) and task]
+        if task_ids:
+            honored["taskIds"] = task_ids
     return {"notifications": honored, "_meta": {META_SUBSCRIPTION: request_id}}
 
 
 def listen_notification(honored: dict, request_id: Any, *, tools_changed: bool = False,
-                        uri: str | None = None) -> dict | None:
+                        uri: str | None = None, task: dict | None = None) -> dict | None:
     """The notification a listen stream of filter ``honored`` carries for a change of the
-    tool list, or of the resource ``uri`` (or of one below it); None when it asked for
-    neither."""
+    tool list, of the resource ``uri`` (or of one below it), or of the status of ``task``
+    (a DetailedTask: ``notifications/tasks``); None when it asked for none of them."""
     meta = {"_meta": {META_SUBSCRIPTION: request_id}}
+    if task is not None:
+        if task.get("taskId") not in (honored.get("taskIds") or ()):
+            return None
+        return {"jsonrpc": "2.0", "method": "notifications/tasks", "params": {**task, **meta}}
     if tools_changed:
         if not honored.get("toolsListChanged"):
             return None

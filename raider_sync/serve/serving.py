@@ -292,12 +292,14 @@ class ServedSession(ToolServerAnswers):
         """Serve until the client goes away. Blocks."""
         self.tool_server.add_listener(self._tools_changed)
         self.tool_server.add_resource_listener(self._resource_updated)
+        self.tool_server.served_tasks.add_listener(self._task_changed)
         try:
             self.session.open()
             self._ended.wait()
         finally:
             self.tool_server.remove_listener(self._tools_changed)
             self.tool_server.remove_resource_listener(self._resource_updated)
+            self.tool_server.served_tasks.remove_listener(self._task_changed)
             with self._listens_lock:
                 listens, self._listens = list(self._listens.values()), {}
             for ended, _ in listens:  # their handler threads answer and end
@@ -347,7 +349,8 @@ class ServedSession(ToolServerAnswers):
         the client cancels it or goes away. Blocks this handler thread meanwhile."""
         request_id = self.session.current_request_id()
         ack = listen_ack(params, request_id, {"toolsListChanged": True,
-                                              "resourceSubscriptions": True})
+                                              "resourceSubscriptions": True,
+                                              "taskIds": self.tool_server.offers_tasks})
         ended = threading.Event()
         with self._listens_lock:
             self._listens[request_id] = (ended, ack["notifications"])
@@ -387,6 +390,9 @@ class ServedSession(ToolServerAnswers):
         if subscribed:  # the handshake era's subscription
             self.session.notify("notifications/resources/updated", {"uri": uri})
         self._to_listens(uri=uri)
+
+    def _task_changed(self, task: dict) -> None:
+        self._to_listens(task=task)
 
     def _to_listens(self, **change: Any) -> None:
         with self._listens_lock:

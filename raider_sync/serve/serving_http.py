@@ -337,7 +337,8 @@ class ToolServerApp:
                           "answered with an event stream: Accept must list text/event-stream",
                           status="406 Not Acceptable")
         ack = listen_ack(params, request_id, {
-            "toolsListChanged": True, "resourceSubscriptions": self.tool_server.has_resources})
+            "toolsListChanged": True, "resourceSubscriptions": self.tool_server.has_resources,
+            "taskIds": self.tool_server.offers_tasks})
         stream = self.streams.open(request_id, ack["notifications"])
         if stream is None:
             return _busy(start_response, request_id)

@@ -9,7 +9,8 @@ Three kinds of stream, each one WSGI answer body that holds its worker thread wh
 open:
 
 - a ``subscriptions/listen`` stream (the stateless era): its acknowledgement, then the tool
-  server's list changes and resource updates it asked for, tagged with its request id;
+  server's list changes, resource updates and task status changes it asked for, tagged with
+  its request id;
 - the GET stream of the handshake era: the tool list's changes;
 - a tool call that reports progress: its progress notifications, then its answer.
 
@@ -123,6 +124,7 @@ class StreamHub:
         self._idle = threading.Condition(self._lock)
         tool_server.add_listener(self._tools_changed)
         tool_server.add_resource_listener(self._resource_updated)
+        tool_server.served_tasks.add_listener(self._task_changed)
 
     @property
     def count(self) -> int:
@@ -163,6 +165,7 @@ class StreamHub:
             streams = list(self._streams)
         self.tool_server.remove_listener(self._tools_changed)
         self.tool_server.remove_resource_listener(self._resource_updated)
+        self.tool_server.served_tasks.remove_listener(self._task_changed)
         for stream in streams:
             if stream.honored is None:
                 stream.end()
@@ -180,6 +183,9 @@ class StreamHub:
 
     def _resource_updated(self, uri: str) -> None:
         self._feed(uri=uri)
+
+    def _task_changed(self, task: dict) -> None:
+        self._feed(task=task)
 
     def _feed(self, **change: Any) -> None:
         with self._lock:

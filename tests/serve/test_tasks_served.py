@@ -405,7 +405,7 @@ def test_mcp_name_must_be_the_task_id(wire):
     wire.result("tasks/cancel", {"taskId": task_id})
 
 
-def test_task_status_on_a_listen_stream_needs_the_extension_and_is_not_honored(wire):
+def test_task_status_on_a_listen_stream_needs_the_extension(wire):
     status, error = wire.error("subscriptions/listen",
                                {"notifications": {"taskIds": ["t-1"], "toolsListChanged": True}},
                                capabilities={"elicitation": {}})
@@ -413,7 +413,36 @@ def test_task_status_on_a_listen_stream_needs_the_extension_and_is_not_honored(w
     assert error["data"]["requiredCapabilities"]["extensions"] == {TASKS_EXTENSION: {}}
     ack = listen_ack({"notifications": {"taskIds": ["t-1"], "toolsListChanged": True},
                       "_meta": meta(DECLARING)}, 7, {"toolsListChanged": True})
-    assert ack["notifications"] == {"toolsListChanged": True}, "no task status is sent"
+    assert ack["notifications"] == {"toolsListChanged": True}, "a server with no tasks"
+
+
+def test_a_listen_stream_carries_the_status_of_the_tasks_it_names(wire, gate):
+    watched = wire.call("gated")["taskId"]
+    other = wire.call("slow_compute", {"seconds": 0.01, "label": "x"})["taskId"]
+    params = {"notifications": {"taskIds": [watched, "", 3]}, "_meta": meta(DECLARING)}
+    headers = {"MCP-Protocol-Version": VERSION, "Mcp-Method": "subscriptions/listen",
+               "Accept": "application/json, text/event-stream"}
+    with requests.post(wire.url, json={"jsonrpc": "2.0", "id": "listen-1",
+                                       "method": "subscriptions/listen", "params": params},
+                       headers=headers, stream=True, timeout=WAIT) as stream:
+        lines = stream.iter_lines(decode_unicode=True)
+        messages = (json.loads(line[5:]) for line in lines if line.startswith("data:"))
+        ack = next(messages)
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"taskIds": [watched]}
+        wire.settled(other)  # a task not named: nothing of it on the stream
+        gate.set()
+        seen = []
+        for message in messages:
+            assert message["method"] == "notifications/tasks", message
+            assert message["params"]["taskId"] == watched
+            assert message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == \
+                "listen-1"
+            seen.append(message["params"]["status"])
+            if message["params"]["status"] == "completed":
+                assert message["params"]["result"]["content"][0]["text"] == "through the gate"
+                break
+    assert seen[-1] == "completed"
 
 
 # -- limits, time to live, settings --------------------------------------------------------

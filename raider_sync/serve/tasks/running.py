@@ -46,6 +46,7 @@ from ..registry import LocalTool
 from ..tool_calls import InvalidArguments, as_result, error_result, handler_failure
 from .link import TaskLink, ask_timeout
 from .store import MemoryTaskStore, TaskRecord, TaskStore, new_task_id
+from .watched import WatchedStore
 
 log = logging.getLogger("raider_sync.serve.tasks")
 
@@ -113,7 +114,10 @@ class ServedTasks:
             raise InvalidArgument(f"max_tasks of ToolServer must be a whole number above 0, "
                                   f"not {max_running!r}")
         self.key = key
-        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        #: where the tasks are kept, every change of a status told to the listeners
+        self.store = WatchedStore(store if store is not None else MemoryTaskStore(),
+                                  self._changed)
+        self._listeners: list[Callable[[dict], None]] = []
         self.ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
         self.poll_interval_ms = max(1, round(poll_interval * 1000))
         self.max_running = max_running
@@ -270,6 +274,24 @@ class ServedTasks:
             if call.task_id is not None:
                 self._by_task.pop(call.task_id, None)
         timer.cancel(call.expiry)
+
+    # -- status notifications ------------------------------------------------------------
+
+    def add_listener(self, callback: Callable[[dict], None]) -> None:
+        """Also tell ``callback(task)`` (the DetailedTask) when a task's status or status
+        message changes (serving sends it as ``notifications/tasks``). Must not block."""
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[dict], None]) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    def _changed(self, task: dict) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback(task)
+            except Exception:  # noqa: BLE001 - one listener's failure spares the others
+                log.exception("a task listener failed")
 
     # -- tasks/get, tasks/update, tasks/cancel -------------------------------------------
 
