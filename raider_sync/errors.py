@@ -178,7 +178,11 @@ class ConsentRequired(AuthError):
 
 
 class RequestTimeout(RaiderError, TimeoutError):
-    """A request was not answered in time; it has been cancelled."""
+    """A request was not answered in time; it has been cancelled. ``kind`` is "total" when
+    its deadline passed, "idle" when a request that reports progress fell silent for longer
+    than its timeout (see ``reset_on_progress``)."""
+
+    kind = "total"
 
 
 class ToolTimeout(RequestTimeout):

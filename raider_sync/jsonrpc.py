@@ -170,7 +170,8 @@ class Session:
                   timeout_error: type[RequestTimeout] = RequestTimeout,
                   cancellable: bool = True,
                   transform: Callable[[Any], Any] | None = None,
-                  inline: bool = True, wait: bool = False) -> Future:
+                  inline: bool = True, wait: bool = False,
+                  idle: float | None = None) -> Future:
         """Send a request; return a Future of its result. Never blocks on the answer; with
         ``inline`` (the default) the send happens on the caller's thread (a full pipe or an
         HTTP exchange blocks it, at most until the deadline), else on a sender thread and
@@ -184,6 +185,9 @@ class Session:
         one of them is required), after a ``notifications/cancelled`` unless ``cancellable``
         is false; with :class:`McpError` for an error answer, and with the transport's error
         when the connection ends. Cancelling the future sends ``notifications/cancelled`` too.
+        ``idle`` (with ``on_progress``): the seconds of silence allowed between progress
+        notifications; each one sets that span anew, and ``deadline`` stays the cap (the
+        error's ``kind`` says which passed).
         """
         request_id = next(self._ids)
         future = RequestFuture(self._requests, request_id)
@@ -201,7 +205,8 @@ class Session:
                 raise TypeError("request_f needs a timeout in seconds or a deadline=Deadline")
             deadline = Deadline(timeout)
         entry = Pending(future, method, deadline.seconds, timeout_message, timeout_error,
-                        cancellable, on_progress, transform, inline and wait)
+                        cancellable, on_progress, transform, inline and wait,
+                        idle if on_progress is not None else None)
         if not self._requests.add(request_id, entry, deadline):
             return future  # the session has ended: the future holds what ended it
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}

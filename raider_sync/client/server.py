@@ -49,6 +49,9 @@ from .lifecycle import UP, Restarts, live, restart_policy
 from .results import ToolResult
 from .surface import LogCallback, ResourceCallback
 
+#: the default cap of a call whose clock progress resets: the greater of its timeout and this
+DEFAULT_MAX_TOTAL = 3600.0
+
 
 class McpServer:
     """The client of one configured MCP server: stdio, Streamable HTTP or legacy HTTP+SSE.
@@ -70,7 +73,8 @@ class McpServer:
     ``telemetry`` (see :mod:`raider_sync.client.surface` and :mod:`raider_sync.client.telemetry`);
     ``protocol``, ``probe_timeout`` and ``max_input_rounds`` (see :mod:`raider_sync.client.eras`).
     ``restart`` (a :class:`RestartPolicy`, its dict, or True for the defaults; default the
-    spec's ``restart``) restarts a crashed server on the next call.
+    spec's ``restart``) restarts a crashed server on the next call. ``reset_on_progress`` and
+    ``max_total`` are the defaults of :meth:`call_tool_f`'s.
     Thread-safe: any number of threads may call one server.
     """
 
@@ -90,7 +94,8 @@ class McpServer:
                  on_log: LogCallback | None = None,
                  on_resource_updated: ResourceCallback | None = None, telemetry: Any = None,
                  protocol: str | None = None, probe_timeout: float = era_seam.PROBE_TIMEOUT,
-                 max_input_rounds: int = era_seam.MAX_INPUT_ROUNDS):
+                 max_input_rounds: int = era_seam.MAX_INPUT_ROUNDS,
+                 reset_on_progress: bool | None = None, max_total: float | None = None):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -122,6 +127,10 @@ class McpServer:
         self.protocol = era_seam.check_choice(protocol or spec.protocol or "auto")
         self.probe_timeout = probe_timeout
         self.max_input_rounds = max_input_rounds
+        #: the calls' defaults for deadlines that understand progress (see call_tool_f)
+        self.reset_on_progress = reset_on_progress
+        self.max_total = (None if max_total is None else
+                          seconds(max_total, DEFAULT_MAX_TOTAL, "max_total", "McpServer"))
         self.warnings: list[str] = []
         self._learn(None)  # era, protocol_version, capabilities, server_info, instructions
         self._host = EraHost(
@@ -407,7 +416,9 @@ class McpServer:
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None,
                     on_progress: ProgressCallback | None = None,
-                    raise_on_error: bool | None = None) -> Future:
+                    raise_on_error: bool | None = None,
+                    reset_on_progress: bool | None = None,
+                    max_total: float | None = None) -> Future:
         """Call a tool by its prefixed (or original) name; a future of the result, a
         :class:`~raider_sync.ToolResult` (a dict). Returns at once: the request is sent on a
         thread of the session.
@@ -422,30 +433,64 @@ class McpServer:
         a failed server with a restart policy is restarted when a restart is due.
         ``on_progress(progress, total, message)`` receives the server's progress
         notifications.
+
+        Deadlines that understand progress: with ``reset_on_progress`` (default: the
+        server's, else on when ``on_progress`` is given; True without ``on_progress`` asks
+        for progress all the same), ``timeout`` bounds the *silence* of the call: each
+        progress notification starts it anew, and ``max_total`` s (default: the server's,
+        else the greater of ``timeout`` and an hour) bound the whole call, progress or not.
+        The ToolTimeout's ``kind`` says which passed ("idle" or "total").
         """
         try:
             bound = self._bound(timeout, "call_tool_f")
+            idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
+                                              "call_tool_f")
         except RaiderError as exc:
             return failed(exc)
         return self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                 inline=False)
+                                 inline=False, idle=idle, cap=cap)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None,
                   on_progress: ProgressCallback | None = None,
-                  raise_on_error: bool | None = None) -> dict:
+                  raise_on_error: bool | None = None,
+                  reset_on_progress: bool | None = None,
+                  max_total: float | None = None) -> dict:
         """Blocking :meth:`call_tool_f`: the result dict, or the future's exception raised
         (the request is sent on this thread). An interrupt (KeyboardInterrupt) while it
         waits cancels the call on the server (``notifications/cancelled``) and propagates;
         the server stays usable."""
         bound = self._bound(timeout, "call_tool")
+        idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
+                                          "call_tool")
         return self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                            inline=True), bound)
+                                            inline=True, idle=idle, cap=cap),
+                          bound if cap is None else bound + cap)  # a start, then the cap
+
+    def _progress_bounds(self, bound: float, on_progress: ProgressCallback | None,
+                         reset: bool | None, max_total: Any, method: str
+                         ) -> tuple[float | None, float | None]:
+        """``(idle, cap)`` of a call: the silence it may keep between progress
+        notifications and its total bound, or ``(None, None)`` when ``bound`` is its total
+        bound (no reset on progress). Raises InvalidArgument for a ``max_total`` that is not
+        a positive number of seconds."""
+        if reset is None:
+            reset = self.reset_on_progress
+        if reset is None:
+            reset = on_progress is not None
+        if not reset:
+            return None, None
+        default = self.max_total if self.max_total is not None else max(bound, DEFAULT_MAX_TOTAL)
+        cap = seconds(max_total, default, "max_total", f"McpServer.{method}")
+        return min(bound, cap), cap
 
     def _call_tool_f(self, name: str, arguments: Any, bound: float,
                      on_progress: ProgressCallback | None, raise_on_error: bool | None,
-                     inline: bool) -> Future:
-        """The call of :meth:`call_tool_f`; ``bound`` is the timeout already checked."""
+                     inline: bool, idle: float | None = None,
+                     cap: float | None = None) -> Future:
+        """The call of :meth:`call_tool_f`; ``bound`` is the timeout already checked; with
+        ``idle`` and ``cap``, the call's silence is bounded by ``idle`` (a start it waits for
+        by ``bound``) and the call by ``cap``."""
         try:
             arguments = tool_arguments(arguments, name)
         except RaiderError as exc:
@@ -458,12 +503,19 @@ class McpServer:
             if original is None:
                 return failed(UnknownTool(unknown_tool_message(
                     f"MCP server {self.name!r} has no tool {name!r}", name, self.tool_names)))
+            options: dict[str, Any] = {}
+            total = bound
+            if idle is not None and cap is not None:  # silence bounded, the whole call capped
+                deadline, total = Deadline(cap), cap
+                options["idle"] = idle
             return era.request_f(
                 "tools/call", {"name": original, "arguments": arguments},
-                deadline=deadline, on_progress=on_progress, timeout_error=ToolTimeout,
-                timeout_message=f"MCP tool call timed out after {bound:g} s",
+                deadline=deadline, timeout_error=ToolTimeout,
+                on_progress=on_progress if on_progress is not None or idle is None
+                else _ignore_progress,  # asked for all the same: progress resets the clock
+                timeout_message=f"MCP tool call timed out after {total:g} s",
                 transform=lambda result: self._shape_result(result, name, original, raising),
-                inline=inline, wait=inline)  # inline: the blocking call_tool waits next
+                inline=inline, wait=inline, **options)  # inline: call_tool waits next
 
         return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
                                           "MCP tool call")
@@ -698,6 +750,11 @@ class McpServer:
         self._catalog.forget_lists()
         if "tools" in self.capabilities:
             self._catalog.tools_changed()
+
+
+def _ignore_progress(progress: float, total: float | None, message: str | None) -> None:
+    """The progress callback of a call that resets its clock on progress but was given
+    none: progress is asked for, and only counted."""
 
 
 def _same(items: list) -> list:

@@ -433,12 +433,13 @@ class ToolServer:
         from .serving import serve_stdio
         serve_stdio(self, stdin=stdin, stdout=stdout)
 
-    def close(self, timeout: float = TASK_CLOSE_GRACE) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """End the running tasks (they fail, their handlers are told they are cancelled,
-        their threads joined for at most ``timeout`` s), join the handler pool, then call
-        :attr:`on_close` (once): whoever closes the tool server (an McpHub it was mounted on)
-        closes what stands behind it. Safe to call twice."""
-        self.served_tasks.close(timeout)
+        their threads joined for at most ``timeout`` s, default :data:`TASK_CLOSE_GRACE`),
+        join the handler pool, then call :attr:`on_close` (once): whoever closes the tool
+        server (an McpHub it was mounted on) closes what stands behind it. Safe to call
+        twice. Raises InvalidArgument for a timeout that is not a positive number."""
+        self.served_tasks.close(seconds(timeout, TASK_CLOSE_GRACE, method="ToolServer.close"))
         first = self._calls.close()
         if first and self.on_close is not None:
             self.on_close()

@@ -174,7 +174,10 @@ class Dispatcher:
     def _route_progress(self, params: dict) -> None:
         """Find the request a progress notification belongs to now, on the reader thread
         (its answer may be next in the stream), and queue its callback in arrival order."""
-        entry = self._pending.get(params.get("progressToken"))
+        token = params.get("progressToken")
+        entry = self._pending.get(token)
+        if entry is not None and entry.idle is not None:
+            self._pending.progressed(token)  # the request's span of silence begins anew
         if entry is not None and entry.on_progress is not None:
             self._step(entry, functools.partial(self._progress, entry.on_progress, params))
 

@@ -15,6 +15,7 @@ import collections
 import functools
 import logging
 import threading
+import time
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable
 
@@ -30,12 +31,13 @@ class Pending:
 
     __slots__ = ("future", "method", "timeout", "timeout_message", "timeout_error",
                  "cancellable", "on_progress", "transform", "steps", "stepping", "timer",
-                 "awaited")
+                 "awaited", "idle", "deadline")
 
     def __init__(self, future: Future, method: str, timeout: float,
                  timeout_message: str | None, timeout_error: type[RequestTimeout],
                  cancellable: bool, on_progress: Callable | None,
-                 transform: Callable[[Any], Any] | None, awaited: bool = False):
+                 transform: Callable[[Any], Any] | None, awaited: bool = False,
+                 idle: float | None = None):
         self.future = future
         self.method = method
         self.timeout = timeout
@@ -48,6 +50,16 @@ class Pending:
         self.stepping = False  # a progress worker is running the steps
         self.timer: timer.Handle | None = None  # the deadline, on the process's timer
         self.awaited = awaited  # a caller blocks on the future next
+        #: seconds of silence allowed between the request's progress notifications (None:
+        #: the deadline alone bounds it); each progress notification sets the timer again,
+        #: never past ``deadline``, the cap
+        self.idle = idle
+        self.deadline: float | None = None
+
+    def due(self, now: float) -> float:
+        """When the request times out if nothing more comes."""
+        assert self.deadline is not None
+        return self.deadline if self.idle is None else min(now + self.idle, self.deadline)
 
 
 class RequestFuture(Future):
@@ -92,9 +104,24 @@ class PendingRequests:
                 entry.future.set_exception(self.closed_error)
                 return False
             self.entries[request_id] = entry
+            entry.deadline = deadline
             # under the lock: an answer that comes at once finds the deadline to cancel
-            entry.timer = timer.at(deadline, functools.partial(self.expire, request_id))
+            entry.timer = timer.at(entry.due(time.monotonic()),
+                                   functools.partial(self.expire, request_id))
         return True
+
+    def progressed(self, request_id: Any) -> None:
+        """A progress notification of ``request_id`` came: a request that allows a span of
+        silence (``idle``) gets it anew, within its deadline."""
+        if not _hashable(request_id):
+            return
+        with self._lock:
+            entry = self.entries.get(request_id)
+            if entry is None or entry.idle is None or entry.timer is None:
+                return
+            timer.cancel(entry.timer)
+            entry.timer = timer.at(entry.due(time.monotonic()),
+                                   functools.partial(self.expire, request_id))
 
     def check_out(self, request_id: int, entry: Pending, may_be_alone: bool) -> bool | None:
         """Before ``request_id`` is sent: None when it is no longer pending (cancelled, timed
@@ -181,9 +208,19 @@ class PendingRequests:
             pass
 
     def timed_out(self, entry: Pending) -> RequestTimeout:
-        """The error of ``entry`` whose time ran out."""
-        return entry.timeout_error(entry.timeout_message or (
-            f"{entry.method} to {self.name} timed out after {entry.timeout:g} s"))
+        """The error of ``entry`` whose time ran out: its ``kind`` is "total" when the
+        deadline passed, "idle" when a request that reports progress fell silent for longer
+        than it may."""
+        silent = (entry.idle is not None and entry.deadline is not None
+                  and time.monotonic() < entry.deadline)
+        if silent:
+            error = entry.timeout_error(
+                f"{entry.method} to {self.name} timed out: no progress for {entry.idle:g} s")
+        else:
+            error = entry.timeout_error(entry.timeout_message or (
+                f"{entry.method} to {self.name} timed out after {entry.timeout:g} s"))
+        error.kind = "idle" if silent else "total"
+        return error
 
     def fail_all(self, error: BaseException) -> None:
         """End the session: every pending request fails with ``error`` (the first error

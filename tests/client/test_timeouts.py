@@ -182,6 +182,7 @@ RECIPES: dict[str, Callable[[World, Any], Any]] = {
     "ToolServer.read_resource_f": lambda w, t: w.tools.read_resource_f("local://a", timeout=t),
     "ToolServer.list_prompts": lambda w, t: w.tools.list_prompts(t),
     "ToolServer.get_prompt": lambda w, t: w.tools.get_prompt("hello", timeout=t),
+    "ToolServer.close": lambda w, t: ToolServer("closing").close(t),
     "ToolCaller": lambda w, t: ToolCaller(w.tools, timeout=t),
     "ToolCaller.call": lambda w, t: ToolCaller(w.tools).call("echo", {"message": "x"},
                                                              timeout=t),
