@@ -89,7 +89,8 @@ class ToolServerAnswers:
     def _answer(self, method: str, params: dict, on_progress=None, *,
                 answers: dict | None = None, notify: Notify | None = None,
                 ask: Ask | None = None, request_id: Any = None,
-                close_stream: Callable[[], None] | None = None) -> Any:
+                close_stream: Callable[[], None] | None = None,
+                on_context: Callable[[Context], None] | None = None) -> Any:
         """The result of one request (raises McpError, MethodNotFound, and InputRequired
         when a handler ends a round of the stateless era). A tools/call blocks until the
         tool answers; its progress goes to ``on_progress``, by default
@@ -116,6 +117,8 @@ class ToolServerAnswers:
                     return tasked
             context = self._context(params, on_progress, answers, notify, ask, request_id,
                                     close_stream)
+            if on_context is not None:  # the carrier cancels it when its client goes
+                on_context(context)
             try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
                 return server.call_tool(params.get("name", ""), params.get("arguments") or {},
                                         on_progress=on_progress, context=context)
@@ -185,7 +188,8 @@ class ToolServerAnswers:
         return {}
 
     def _answer_modern(self, method: str, params: dict, on_progress=None,
-                       notify: Notify | None = None) -> Any:
+                       notify: Notify | None = None,
+                       on_context: Callable[[Context], None] | None = None) -> Any:
         """The answer to a request of the stateless revision (its _meta checked first); a
         handler's log messages and progress go out with ``notify``."""
         check_envelope(params)
@@ -206,7 +210,7 @@ class ToolServerAnswers:
                 answers = round_answers(self.tool_server.state_secret, method, name, params)
                 try:
                     result = self._answer(method, params, on_progress, answers=answers,
-                                          notify=notify)
+                                          notify=notify, on_context=on_context)
                 except InputRequired as exc:
                     return input_required_result(self.tool_server.state_secret, method, name,
                                                  exc)

@@ -57,6 +57,7 @@ or the calls queue behind the streams.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from typing import Any, Callable, Iterable
@@ -83,7 +84,7 @@ from ..protocol.http_headers import (
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
-from .context import takes_context
+from .context import Context, takes_context
 from .http_sessions import HttpSession, Sessions
 from .questions import Questions
 from .rebinding import ANY, HostCheck, is_loopback
@@ -373,6 +374,9 @@ class ToolServerApp:
         what it reports."""
         session = answers if isinstance(answers, HttpSession) else None
         stream: Any = session.new_stream() if session is not None else self.streams.call_stream()
+        contexts: list[Context] = []
+        if session is None:  # no session to resume in: a client that goes cancels the call
+            stream.on_abandon = functools.partial(_cancel_all, contexts)
 
         def notify(name: str, notification: dict) -> None:
             stream.put({"jsonrpc": "2.0", "method": name, "params": notification})
@@ -383,14 +387,16 @@ class ToolServerApp:
         on_progress = progress if token is not None else None
         if modern:
             def answer() -> Any:
-                return answers._answer_modern(method, params, on_progress, notify=notify)
+                return answers._answer_modern(method, params, on_progress, notify=notify,
+                                              on_context=contexts.append)
         else:
             def answer() -> Any:
                 try:
                     return answers._answer(method, params, on_progress, notify=notify,
                                            ask=self.questions.asker(stream.put),
                                            request_id=request_id,
-                                           close_stream=getattr(stream, "cut", None))
+                                           close_stream=getattr(stream, "cut", None),
+                                           on_context=contexts.append)
                 finally:
                     if session is not None:
                         session.done(request_id)
@@ -408,6 +414,11 @@ class ToolServerApp:
         future.add_done_callback(done)
         start_response("200 OK", list(_SSE_HEADERS))
         return body
+
+
+def _cancel_all(contexts: list[Context]) -> None:
+    for context in contexts:
+        context.cancel()
 
 
 def _accepts_streams(environ: dict) -> bool:

@@ -54,12 +54,15 @@ class EventStream:
     server's thread iterating :meth:`body`."""
 
     def __init__(self, keepalive: float = KEEPALIVE, on_close: Callable[["EventStream"], None]
-                 | None = None, request_id: Any = None, honored: dict | None = None):
+                 | None = None, request_id: Any = None, honored: dict | None = None,
+                 on_abandon: Callable[[], None] | None = None):
         self.request_id = request_id
         self.honored = honored   # the listen filter; None for the GET stream and calls
         self.keepalive = keepalive
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._on_close = on_close
+        #: told when the client goes before the stream ended (for a call: its cancel)
+        self.on_abandon = on_abandon
 
     def put(self, message: dict) -> None:
         """Send ``message`` on the stream (does not block)."""
@@ -77,6 +80,7 @@ class EventStream:
         the ``first`` messages, then what is put, until :meth:`end` or the client goes.
         Closing it (the WSGI server does, whichever way it ends) unregisters the stream."""
         gone = disconnected if callable(disconnected) else (lambda: False)
+        finished = False
         try:
             if opening:
                 yield opening
@@ -94,12 +98,15 @@ class EventStream:
                         quiet_since = time.monotonic()
                     continue
                 if item is _END:
+                    finished = True
                     return
                 yield sse_message(item)
                 quiet_since = time.monotonic()
         finally:
             if self._on_close is not None:
                 self._on_close(self)
+            if not finished and self.on_abandon is not None:
+                self.on_abandon()
 
 
 class StreamHub:

@@ -115,3 +115,32 @@ def test_a_max_total_that_is_not_a_number_of_seconds_is_named(forever, bad):
                              on_progress=lambda *step: None)
     with pytest.raises(InvalidArgument, match="max_total"):
         McpServer.in_process(tools, max_total=bad)
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
+def test_over_http_the_silence_and_the_cap_hold_and_cancel(forever, protocol):
+    from raider_sync.gateway.cli import Serving
+    from raider_sync.serve.serving_http import wsgi_app
+
+    from conftest import config_of
+    tools, cancelled = forever
+    app = wsgi_app(tools, sessions=True)  # the handshake era's cancel reaches a session
+    serving = Serving(app).start()
+    spec = config_of({"forever": {"type": "http", "url": f"{serving.url}/mcp",
+                                  "protocol": protocol}}).server("forever")
+    try:
+        with McpServer(spec) as client:
+            with pytest.raises(ToolTimeout) as caught:
+                client.call_tool("mcp__forever__forever", {}, timeout=0.5, max_total=1.5,
+                                 on_progress=lambda *step: None)
+            assert caught.value.kind == "total"
+            assert cancelled.wait(WAIT), "closing the stream cancelled the handler"
+            cancelled.clear()
+            with pytest.raises(ToolTimeout) as caught:
+                client.call_tool("mcp__forever__falls_silent", {}, timeout=0.5,
+                                 on_progress=lambda *step: None)
+            assert caught.value.kind == "idle"
+            client.list_tools(timeout=WAIT)  # the connection goes on
+    finally:
+        app.close()
+        serving.stop(10)
