@@ -243,3 +243,54 @@ def test_a_resumable_stream_keeps_its_events_and_ends_a_cut_connection_in_order(
     # at most 3 events are kept: 2 fell out; what is kept comes in order
     assert resumed.count(b"data:") == 3 and resumed.index(b'"n":3') < resumed.index(b'"n":5')
     assert b'"n":2' not in resumed
+
+
+def asking_tools(outcome: queue.Queue) -> ToolServer:
+    """A ToolServer whose tool ``asks`` elicits an answer and puts what came of it."""
+    tools = ToolServer("asking")
+
+    @tools.tool()
+    def asks(ctx: Context) -> str:
+        """Ask the client, and say what came of it."""
+        try:
+            ctx.elicit("Which?", {"type": "object", "properties": {}})
+            outcome.put("answered")
+        except Exception as exc:  # noqa: BLE001 - what ended the question is the point
+            outcome.put(type(exc).__name__)
+        return "done"
+
+    return tools
+
+
+@pytest.mark.parametrize("ending", ["delete", "cancel"])
+def test_a_question_ends_when_its_session_ends_or_its_request_is_cancelled(ending):
+    outcome: queue.Queue = queue.Queue()
+    tools = asking_tools(outcome)
+    app = wsgi_app(tools, sessions=True)
+    serving = Serving(app).start()
+    url = f"{serving.url}/mcp"
+    headers = {"Accept": ACCEPT, "MCP-Protocol-Version": VERSION}
+    try:
+        opened = requests.post(url, headers=headers, timeout=WAIT, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": VERSION, "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "t", "version": "1"}}})
+        headers["Mcp-Session-Id"] = opened.headers["Mcp-Session-Id"]
+        with requests.post(url, headers=headers, timeout=WAIT, stream=True, json={
+                "jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "asks", "arguments": {}}}) as call:
+            for line in call.iter_lines():  # until the question is on the stream
+                if line.startswith(b"data:") and b"elicitation/create" in line:
+                    break
+            if ending == "delete":
+                assert requests.delete(url, headers=headers, timeout=WAIT).status_code == 204
+            else:
+                assert requests.post(url, headers=headers, timeout=WAIT, json={
+                    "jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 5}}).status_code == 202
+            # not the question's 300 s: the handler is freed at once
+            assert outcome.get(timeout=WAIT) in ("McpError", "RequestCancelled")
+    finally:
+        app.close()
+        serving.stop(10)
+        tools.close()
