@@ -11,7 +11,6 @@ client in the handshake era needs sticky routing (the stateless era asks with
 """
 from __future__ import annotations
 
-import itertools
 import secrets
 import threading
 from concurrent.futures import Future
@@ -27,8 +26,6 @@ class Questions:
 
     def __init__(self, name: str):
         self.name = name
-        self._prefix = f"q-{secrets.token_hex(6)}-"  # never an id a client uses for itself
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._open: dict[str, Future] = {}
 
@@ -38,7 +35,9 @@ class Questions:
         for an error answer; the caller bounds its wait by ``timeout`` and cancels the
         future to give up on the question. Raises what ``send`` raises."""
         def ask(method: str, params: dict, timeout: float) -> Future:
-            question_id = f"{self._prefix}{next(self._ids)}"
+            # unguessable: any client may POST an answer, and it must not answer (or
+            # refuse) a question put to another client
+            question_id = f"q-{secrets.token_urlsafe(16)}"
             future: Future = Future()
             with self._lock:
                 self._open[question_id] = future

@@ -253,8 +253,7 @@ def asking_tools(outcome: queue.Queue) -> ToolServer:
     def asks(ctx: Context) -> str:
         """Ask the client, and say what came of it."""
         try:
-            ctx.elicit("Which?", {"type": "object", "properties": {}})
-            outcome.put("answered")
+            outcome.put(ctx.elicit("Which?", {"type": "object", "properties": {}}))
         except Exception as exc:  # noqa: BLE001 - what ended the question is the point
             outcome.put(type(exc).__name__)
         return "done"
@@ -290,6 +289,53 @@ def test_a_question_ends_when_its_session_ends_or_its_request_is_cancelled(endin
                     "params": {"requestId": 5}}).status_code == 202
             # not the question's 300 s: the handler is freed at once
             assert outcome.get(timeout=WAIT) in ("McpError", "RequestCancelled")
+    finally:
+        app.close()
+        serving.stop(10)
+        tools.close()
+
+
+def question_id(call: requests.Response) -> str:
+    """The id of the question a streamed call's handler puts to the client."""
+    for line in call.iter_lines():
+        if line.startswith(b"data:") and b"elicitation/create" in line:
+            return json.loads(line[5:])["id"]
+    raise AssertionError("no question on the stream")
+
+
+def test_a_question_cannot_be_answered_by_a_client_that_guesses_its_id():
+    outcome: queue.Queue = queue.Queue()
+    tools = asking_tools(outcome)
+    app = wsgi_app(tools, sessions=True)
+    serving = Serving(app).start()
+    url = f"{serving.url}/mcp"
+
+    def headers_of_new_session() -> dict:
+        headers = {"Accept": ACCEPT, "MCP-Protocol-Version": VERSION}
+        opened = requests.post(url, headers=headers, timeout=WAIT, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": VERSION, "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "t", "version": "1"}}})
+        return {**headers, "Mcp-Session-Id": opened.headers["Mcp-Session-Id"]}
+
+    def answer(headers: dict, to: str, who: str) -> None:
+        assert requests.post(url, headers=headers, timeout=WAIT, json={
+            "jsonrpc": "2.0", "id": to, "result": {"action": "accept",
+                                                   "content": {"who": who}}}).status_code == 202
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "asks", "arguments": {}}}
+    victim, intruder = headers_of_new_session(), headers_of_new_session()
+    try:
+        with requests.post(url, headers=intruder, json=call, timeout=WAIT, stream=True) as own, \
+                requests.post(url, headers=victim, json=call, timeout=WAIT, stream=True) as theirs:
+            seen = question_id(own)
+            asked = question_id(theirs)
+            stem, _, number = seen.rpartition("-")  # the ids next to its own
+            for n in (-1, 1, 2) if number.isdigit() else ():
+                answer(intruder, f"{stem}-{int(number) + n}", "intruder")
+            answer(victim, asked, "victim")
+            assert outcome.get(timeout=WAIT)["content"] == {"who": "victim"}
     finally:
         app.close()
         serving.stop(10)
