@@ -340,3 +340,20 @@ def test_a_question_cannot_be_answered_by_a_client_that_guesses_its_id():
         app.close()
         serving.stop(10)
         tools.close()
+
+
+def test_a_session_forgets_the_oldest_ended_streams_of_its_calls():
+    from raider_sync.serve.http_sessions import KEEP_ENDED_STREAMS, HttpSession
+
+    with ToolServer("kept") as tools:
+        session = HttpSession(tools, "s", page_size=10, keepalive=5.0)
+        streams = [session.new_stream() for _ in range(KEEP_ENDED_STREAMS + 5)]
+        listening = session.new_stream("g")
+        for stream in streams:
+            stream.end({"jsonrpc": "2.0", "id": 1, "result": {}})
+        assert [session.stream(s.stream_id) for s in streams[:5]] == [None] * 5
+        assert all(session.stream(s.stream_id) is s for s in streams[5:]), \
+            "the last ended ones stay, for a client that resumes"
+        assert session.stream(listening.stream_id) is listening
+        running = session.new_stream()
+        assert session.stream(running.stream_id) is running
