@@ -357,3 +357,26 @@ def test_a_session_forgets_the_oldest_ended_streams_of_its_calls():
         assert session.stream(listening.stream_id) is listening
         running = session.new_stream()
         assert session.stream(running.stream_id) is running
+
+
+def test_a_sessions_get_streams_count_against_max_streams():
+    with ToolServer("few") as tools:
+        app = wsgi_app(tools, sessions=True, max_streams=1)
+        serving = Serving(app).start()
+        url = f"{serving.url}/mcp"
+        try:
+            opened = requests.post(url, timeout=WAIT, json={
+                "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": VERSION, "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}},
+                headers={"Accept": ACCEPT, "MCP-Protocol-Version": VERSION})
+            headers = {"Accept": "text/event-stream", "MCP-Protocol-Version": VERSION,
+                       "Mcp-Session-Id": opened.headers["Mcp-Session-Id"]}
+            with requests.get(url, headers=headers, timeout=WAIT, stream=True) as first:
+                assert first.status_code == 200
+                assert next(first.iter_lines()).startswith(b"retry:")  # it is open
+                with requests.get(url, headers=headers, timeout=WAIT, stream=True) as second:
+                    assert second.status_code == 503 and second.headers["Retry-After"]
+        finally:
+            app.close()
+            serving.stop(10)
