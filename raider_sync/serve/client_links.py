@@ -12,10 +12,13 @@
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
-from ..errors import McpError
-from ..protocol.codes import INVALID_PARAMS
+from ..errors import McpError, RequestTimeout
+from ..protocol.codes import INVALID_PARAMS, REQUEST_CANCELLED
 from . import request_state
 from .context import Context, InputRequest, InputRequired
 
@@ -29,16 +32,21 @@ META = "io.modelcontextprotocol/"
 
 class RequestLink:
     """A link of the handshake era: ``notify(method, params)`` sends a notification (it must
-    not raise); ``request(method, params, timeout)`` asks the client and blocks for its
-    answer (raising what the session raises: McpError, RequestTimeout, ConnectionClosed)."""
+    not raise); ``request(method, params, timeout)`` asks the client and returns a Future of
+    its answer (failing with what the session fails it with: McpError, RequestTimeout,
+    ConnectionClosed). :meth:`cancel` (the context's, when its request is cancelled or its
+    session ends) cancels the questions waiting for their answer."""
 
     def __init__(self, notify: Callable[[str, dict], None],
-                 request: Callable[[str, dict, float], Any] | None,
+                 request: Callable[[str, dict, float], Future] | None,
                  close_stream: Callable[[], None] | None = None):
         self._notify = notify
         self._request = request
         #: ends the HTTP stream carrying the answer (the client resumes it); None: no such
         self.close_stream = close_stream
+        self._lock = threading.Lock()
+        self._waiting: set[Future] = set()
+        self._cancelled = False
 
     def notify(self, method: str, params: dict) -> None:
         try:
@@ -50,8 +58,39 @@ class RequestLink:
         if self._request is None:
             raise McpError(INVALID_PARAMS, "this request cannot carry a question to the client "
                            "(it was not sent with Accept: text/event-stream)")
-        return {key: self._request(request.method, dict(request.params), timeout)
-                for key, request in requests.items()}
+        return {key: self._answer(request, timeout) for key, request in requests.items()}
+
+    def cancel(self) -> None:
+        """The request is cancelled: a question waiting for its answer (and any asked later)
+        ends with McpError -32800 instead of blocking its handler."""
+        with self._lock:
+            self._cancelled = True
+            waiting = list(self._waiting)
+        for future in waiting:
+            future.cancel()
+
+    def _answer(self, request: InputRequest, timeout: float) -> Any:
+        assert self._request is not None
+        future = self._request(request.method, dict(request.params), timeout)
+        with self._lock:
+            self._waiting.add(future)
+            cancelled = self._cancelled
+        if cancelled:
+            future.cancel()
+        try:
+            return future.result(timeout)
+        except CancelledError:
+            raise McpError(REQUEST_CANCELLED, f"the request was cancelled while its handler "
+                           f"waited for the client's answer to {request.method}") from None
+        except FutureTimeout:
+            if future.done():  # the session's own timeout: a RequestTimeout already
+                raise
+            future.cancel()
+            raise RequestTimeout(f"the client did not answer {request.method} within "
+                                 f"{timeout:g} s") from None
+        finally:
+            with self._lock:
+                self._waiting.discard(future)
 
 
 class RoundsLink:

@@ -110,6 +110,9 @@ class ClientLink(Protocol):
         """The client's answers, by key. Blocks up to ``timeout`` s (handshake era) or raises
         :class:`InputRequired` (stateless era); McpError for a refused question."""
 
+    # A link may have ``cancel()``: :meth:`Context.cancel` calls it, so that a question
+    # blocked in :meth:`ask` ends when its request is cancelled.
+
     # A link may also have ``begin_task(message) -> bool`` and ``task_id``: the link of a
     # call that may become a task (:mod:`.tasks`); the context asks for them with getattr.
 
@@ -192,8 +195,12 @@ class Context:
         return self._cancelled.is_set()
 
     def cancel(self) -> None:
-        """Mark the request cancelled (the serving side calls this)."""
+        """Mark the request cancelled (the serving side calls this): a question to the
+        client waiting for its answer ends too, with McpError -32800."""
         self._cancelled.set()
+        cancel = getattr(self._link, "cancel", None)
+        if cancel is not None:
+            cancel()
 
     def wait_cancelled(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s for the request to be cancelled; whether it was. A
@@ -227,8 +234,9 @@ class Context:
         """Ask the client several questions at once; their answers by key. Blocks until the
         client answers (handshake era; at most ``ask_timeout`` s) or ends this round of the
         request (stateless era: the handler runs again with the answers). Raises McpError
-        -32021 when the client did not declare the capability a question needs, and
-        RequestTimeout when it does not answer in time."""
+        -32021 when the client did not declare the capability a question needs, McpError
+        -32800 when the request is cancelled (or its session ends) while it waits, and
+        RequestTimeout when the client does not answer in time."""
         if not requests:
             return {}
         for key, request in requests.items():

@@ -8,12 +8,14 @@ stateless app cannot: the client's capabilities for its handlers' contexts, the 
 ``logging/setLevel``, its resource subscriptions, the contexts of its running requests (a
 ``notifications/cancelled`` reaches the handler), and its event streams, each resumable with
 ``Last-Event-ID`` (:mod:`.resumable`): the GET stream that carries the tool list's changes
-and the updates of subscribed resources, and the stream of each request answered with one.
+and the updates of subscribed resources, and the stream of each request answered with one
+(the last :data:`KEEP_ENDED_STREAMS` of those once they ended).
 DELETE ends the session. Sessions live in the process that opened them: several processes
 behind a load balancer need sticky routing by ``Mcp-Session-Id`` (or the stateless era).
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import secrets
 import threading
@@ -28,6 +30,8 @@ from .serving import ToolServerAnswers
 RETRY_MS = 500
 #: seconds a session with no request is kept before it is forgotten
 IDLE_TIMEOUT = 3600.0
+#: the ended call streams a session keeps for a client that resumes one (the oldest go first)
+KEEP_ENDED_STREAMS = 32
 
 
 class HttpSession(ToolServerAnswers):
@@ -45,6 +49,7 @@ class HttpSession(ToolServerAnswers):
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
         self._streams: dict[str, ResumableStream] = {}
+        self._ended_streams: collections.deque[str] = collections.deque()
         self._contexts: dict[Any, Context] = {}
         self.ended = False
 
@@ -60,10 +65,21 @@ class HttpSession(ToolServerAnswers):
     def new_stream(self, kind: str = "s") -> ResumableStream:
         """A new resumable stream of this session (``kind`` "g" for a GET stream)."""
         stream_id = f"{kind}{next(self._numbers)}"
-        stream = ResumableStream(stream_id, keepalive=self.keepalive, retry_ms=RETRY_MS)
+        stream = ResumableStream(stream_id, keepalive=self.keepalive, retry_ms=RETRY_MS,
+                                 on_end=self._stream_ended)
         with self._lock:
             self._streams[stream_id] = stream
         return stream
+
+    def _stream_ended(self, stream: ResumableStream) -> None:
+        """Keep the last :data:`KEEP_ENDED_STREAMS` ended streams, not every one a long
+        session ever answered with (each keeps its events)."""
+        with self._lock:
+            if stream.stream_id not in self._streams:
+                return  # the session ended
+            self._ended_streams.append(stream.stream_id)
+            while len(self._ended_streams) > KEEP_ENDED_STREAMS:
+                self._streams.pop(self._ended_streams.popleft(), None)
 
     def stream(self, stream_id: str) -> ResumableStream | None:
         with self._lock:

@@ -11,15 +11,14 @@ client in the handshake era needs sticky routing (the stateless era asks with
 """
 from __future__ import annotations
 
-import itertools
 import secrets
 import threading
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable
+from typing import Callable
 
-from ..errors import McpError, RequestTimeout
+from ..errors import McpError
 from ..protocol.codes import INTERNAL_ERROR
+from ..threads.futures import settle
 
 
 class Questions:
@@ -27,31 +26,33 @@ class Questions:
 
     def __init__(self, name: str):
         self.name = name
-        self._prefix = f"q-{secrets.token_hex(6)}-"  # never an id a client uses for itself
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._open: dict[str, Future] = {}
 
-    def asker(self, send: Callable[[dict], None]) -> Callable[[str, dict, float], Any]:
+    def asker(self, send: Callable[[dict], None]) -> Callable[[str, dict, float], Future]:
         """``ask(method, params, timeout)``: put the question with ``send`` (onto the
-        request's stream) and block for the client's answer. Raises McpError for an error
-        answer and RequestTimeout when none comes within ``timeout`` s."""
-        def ask(method: str, params: dict, timeout: float) -> Any:
-            question_id = f"{self._prefix}{next(self._ids)}"
+        request's stream) and return a Future of the client's answer, failed with McpError
+        for an error answer; the caller bounds its wait by ``timeout`` and cancels the
+        future to give up on the question. Raises what ``send`` raises."""
+        def ask(method: str, params: dict, timeout: float) -> Future:
+            # unguessable: any client may POST an answer, and it must not answer (or
+            # refuse) a question put to another client
+            question_id = f"q-{secrets.token_urlsafe(16)}"
             future: Future = Future()
             with self._lock:
                 self._open[question_id] = future
+            future.add_done_callback(lambda _: self._forget(question_id))
             try:
                 send({"jsonrpc": "2.0", "id": question_id, "method": method, "params": params})
-                try:
-                    return future.result(timeout)
-                except FutureTimeout:
-                    raise RequestTimeout(f"the client did not answer {method} within "
-                                         f"{timeout:g} s") from None
-            finally:
-                with self._lock:
-                    self._open.pop(question_id, None)
+            except BaseException:
+                future.cancel()
+                raise
+            return future
         return ask
+
+    def _forget(self, question_id: str) -> None:
+        with self._lock:
+            self._open.pop(question_id, None)
 
     def answered(self, message: dict) -> bool:
         """Hand a client's answer to the question it answers; False for an answer to no
@@ -65,9 +66,9 @@ class Questions:
         if error is not None:
             code = error.get("code") if isinstance(error, dict) else None
             text = error.get("message") if isinstance(error, dict) else None
-            future.set_exception(McpError(code if isinstance(code, int) else INTERNAL_ERROR,
+            settle(future, error=McpError(code if isinstance(code, int) else INTERNAL_ERROR,
                                           str(text or "the client refused the question"),
                                           error.get("data") if isinstance(error, dict) else None))
-        else:
-            future.set_result(message.get("result"))
+        else:  # settle: the asker may have given up on it meanwhile
+            settle(future, result=message.get("result"))
         return True

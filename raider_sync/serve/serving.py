@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from concurrent.futures import Future
 from typing import Any, BinaryIO, Callable
 
 from ..client.eras.modern import CACHEABLE
@@ -48,7 +49,7 @@ PAGE_SIZE = 100
 SERVE_WORKERS = 16
 
 Notify = Callable[[str, dict], None]
-Ask = Callable[[str, dict, float], Any]
+Ask = Callable[[str, dict, float], Future]
 
 
 def progress_params(token: Any, progress: float, total: float | None = None,
@@ -344,9 +345,10 @@ class ServedSession(ToolServerAnswers):
             self._contexts[request_id] = context
         return context
 
-    def _ask(self, method: str, params: dict, timeout: float) -> Any:
-        """A question to the client, from a handler's thread: blocks for the answer."""
-        return self.session.request(method, params, timeout=timeout)
+    def _ask(self, method: str, params: dict, timeout: float) -> Future:
+        """A question to the client, from a handler's thread: the future of its answer
+        (cancelling it tells the client)."""
+        return self.session.request_f(method, params, timeout=timeout)
 
     def _listen(self, params: dict) -> dict:
         """One subscriptions/listen stream: acknowledged, then fed by _tools_changed until

@@ -317,18 +317,21 @@ class ToolServerApp:
             return refusal
         assert session is not None
         last = parse_event_id(environ.get("HTTP_LAST_EVENT_ID"))
+        gone = environ.get("waitress.client_disconnected")
         if last is not None:
             resumed = session.stream(last[0])
             if resumed is None:
                 return _error(start_response, None, INVALID_REQUEST,
                               "no stream to resume by that Last-Event-ID",
                               status="404 Not Found")
-            start_response("200 OK", list(_SSE_HEADERS))
-            return resumed.body(after=last[1], priming=False,
-                                disconnected=environ.get("waitress.client_disconnected"))
-        stream = session.new_stream("g")
+            body = self.streams.hold(lambda: resumed.body(after=last[1], priming=False,
+                                                          disconnected=gone))
+        else:
+            body = self.streams.hold(lambda: session.new_stream("g").body(disconnected=gone))
+        if body is None:  # a session's streams count against max_streams too
+            return _busy(start_response, None)
         start_response("200 OK", list(_SSE_HEADERS))
-        return stream.body(disconnected=environ.get("waitress.client_disconnected"))
+        return body
 
     def _listen(self, environ: dict, start_response: StartResponse, request_id: Any,
                 params: dict, streams: bool) -> Iterable[bytes]:

@@ -127,6 +127,7 @@ class StreamHub:
         self.keepalive = float(keepalive)
         self._lock = threading.Lock()
         self._streams: set[EventStream] = set()
+        self._held = 0  # the bodies of other long-lived streams (a session's GET streams)
         self._closed = False
         self._idle = threading.Condition(self._lock)
         tool_server.add_listener(self._tools_changed)
@@ -137,7 +138,7 @@ class StreamHub:
     def count(self) -> int:
         """How many long-lived streams are open."""
         with self._lock:
-            return len(self._streams)
+            return len(self._streams) + self._held
 
     def open(self, request_id: Any = None, honored: dict | None = None) -> EventStream | None:
         """A new stream: a listen stream with ``honored`` (its acknowledged filter) and
@@ -145,10 +146,24 @@ class StreamHub:
         hub is closed."""
         stream = EventStream(self.keepalive, self._forget, request_id, honored)
         with self._lock:
-            if self._closed or len(self._streams) >= self.max_streams:
+            if self._closed or len(self._streams) + self._held >= self.max_streams:
                 return None
             self._streams.add(stream)
         return stream
+
+    def hold(self, body: Callable[[], Iterator[bytes]]) -> Iterable[bytes] | None:
+        """The answer body ``body()`` of a long-lived stream fed elsewhere (a session's GET
+        stream), counted among the open streams until the WSGI server closes it; None (and
+        ``body`` not called) when ``max_streams`` are open or the hub is closed."""
+        with self._lock:
+            if self._closed or len(self._streams) + self._held >= self.max_streams:
+                return None
+            self._held += 1
+        try:
+            return _Held(body(), self._release)
+        except BaseException:
+            self._release()
+            raise
 
     def call_stream(self) -> EventStream:
         """A stream for one call's progress and answer (not counted, not fed)."""
@@ -158,7 +173,7 @@ class StreamHub:
         """Block until no long-lived stream is open, at most ``timeout`` s."""
         deadline = time.monotonic() + timeout
         with self._idle:
-            while self._streams:
+            while self._streams or self._held:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -179,6 +194,11 @@ class StreamHub:
             else:
                 stream.end({"jsonrpc": "2.0", "id": stream.request_id,
                             "result": listen_result(stream.request_id)})
+
+    def _release(self) -> None:
+        with self._idle:
+            self._held -= 1
+            self._idle.notify_all()
 
     def _forget(self, stream: EventStream) -> None:
         with self._idle:
@@ -205,3 +225,25 @@ class StreamHub:
             message = listen_notification(stream.honored, stream.request_id, **change)
             if message is not None:
                 stream.put(message)
+
+
+class _Held:
+    """A WSGI body that gives its slot back when the server closes it (PEP 3333 closes
+    every body, also one never iterated), once."""
+
+    def __init__(self, body: Iterator[bytes], release: Callable[[], None]):
+        self._body = body
+        self._release: Callable[[], None] | None = release
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body
+
+    def close(self) -> None:
+        close = getattr(self._body, "close", None)
+        try:
+            if close is not None:
+                close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()

@@ -381,3 +381,35 @@ def test_a_cancelled_request_marks_its_context_cancelled():
 def test_a_bad_log_level_is_named():
     with pytest.raises(ValueError, match="log level must be one of"):
         Context().log("loud", "x")
+
+
+def test_a_cancelled_request_ends_the_question_its_handler_waits_on():
+    asked, release = threading.Event(), threading.Event()
+    outcome: queue.Queue = queue.Queue()
+    tools = ToolServer("asking")
+
+    @tools.tool()
+    def asks(ctx: Context) -> str:
+        """Ask the client, and say what came of it."""
+        try:
+            ctx.elicit("Which?", {"type": "object", "properties": {}})
+            outcome.put("answered")
+        except McpError as exc:
+            outcome.put(exc.code)
+        return "done"
+
+    def elicit(params: dict) -> dict:
+        asked.set()
+        release.wait(WAIT)  # the user never answers while the call is cancelled
+        return {"action": "cancel"}
+
+    try:
+        with tools.in_process_client(protocol="legacy", on_elicitation=elicit) as client:
+            future = client.call_tool_f("mcp__asking__asks", {}, timeout=WAIT)
+            assert asked.wait(WAIT)
+            future.cancel()  # notifications/cancelled goes to the server
+            assert outcome.get(timeout=WAIT) == -32800, "the handler waited on"
+            release.set()
+    finally:
+        release.set()
+        tools.close()

@@ -243,3 +243,140 @@ def test_a_resumable_stream_keeps_its_events_and_ends_a_cut_connection_in_order(
     # at most 3 events are kept: 2 fell out; what is kept comes in order
     assert resumed.count(b"data:") == 3 and resumed.index(b'"n":3') < resumed.index(b'"n":5')
     assert b'"n":2' not in resumed
+
+
+def asking_tools(outcome: queue.Queue) -> ToolServer:
+    """A ToolServer whose tool ``asks`` elicits an answer and puts what came of it."""
+    tools = ToolServer("asking")
+
+    @tools.tool()
+    def asks(ctx: Context) -> str:
+        """Ask the client, and say what came of it."""
+        try:
+            outcome.put(ctx.elicit("Which?", {"type": "object", "properties": {}}))
+        except Exception as exc:  # noqa: BLE001 - what ended the question is the point
+            outcome.put(type(exc).__name__)
+        return "done"
+
+    return tools
+
+
+@pytest.mark.parametrize("ending", ["delete", "cancel"])
+def test_a_question_ends_when_its_session_ends_or_its_request_is_cancelled(ending):
+    outcome: queue.Queue = queue.Queue()
+    tools = asking_tools(outcome)
+    app = wsgi_app(tools, sessions=True)
+    serving = Serving(app).start()
+    url = f"{serving.url}/mcp"
+    headers = {"Accept": ACCEPT, "MCP-Protocol-Version": VERSION}
+    try:
+        opened = requests.post(url, headers=headers, timeout=WAIT, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": VERSION, "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "t", "version": "1"}}})
+        headers["Mcp-Session-Id"] = opened.headers["Mcp-Session-Id"]
+        with requests.post(url, headers=headers, timeout=WAIT, stream=True, json={
+                "jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "asks", "arguments": {}}}) as call:
+            for line in call.iter_lines():  # until the question is on the stream
+                if line.startswith(b"data:") and b"elicitation/create" in line:
+                    break
+            if ending == "delete":
+                assert requests.delete(url, headers=headers, timeout=WAIT).status_code == 204
+            else:
+                assert requests.post(url, headers=headers, timeout=WAIT, json={
+                    "jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 5}}).status_code == 202
+            # not the question's 300 s: the handler is freed at once
+            assert outcome.get(timeout=WAIT) in ("McpError", "RequestCancelled")
+    finally:
+        app.close()
+        serving.stop(10)
+        tools.close()
+
+
+def question_id(call: requests.Response) -> str:
+    """The id of the question a streamed call's handler puts to the client."""
+    for line in call.iter_lines():
+        if line.startswith(b"data:") and b"elicitation/create" in line:
+            return json.loads(line[5:])["id"]
+    raise AssertionError("no question on the stream")
+
+
+def test_a_question_cannot_be_answered_by_a_client_that_guesses_its_id():
+    outcome: queue.Queue = queue.Queue()
+    tools = asking_tools(outcome)
+    app = wsgi_app(tools, sessions=True)
+    serving = Serving(app).start()
+    url = f"{serving.url}/mcp"
+
+    def headers_of_new_session() -> dict:
+        headers = {"Accept": ACCEPT, "MCP-Protocol-Version": VERSION}
+        opened = requests.post(url, headers=headers, timeout=WAIT, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": VERSION, "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "t", "version": "1"}}})
+        return {**headers, "Mcp-Session-Id": opened.headers["Mcp-Session-Id"]}
+
+    def answer(headers: dict, to: str, who: str) -> None:
+        assert requests.post(url, headers=headers, timeout=WAIT, json={
+            "jsonrpc": "2.0", "id": to, "result": {"action": "accept",
+                                                   "content": {"who": who}}}).status_code == 202
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "asks", "arguments": {}}}
+    victim, intruder = headers_of_new_session(), headers_of_new_session()
+    try:
+        with requests.post(url, headers=intruder, json=call, timeout=WAIT, stream=True) as own, \
+                requests.post(url, headers=victim, json=call, timeout=WAIT, stream=True) as theirs:
+            seen = question_id(own)
+            asked = question_id(theirs)
+            stem, _, number = seen.rpartition("-")  # the ids next to its own
+            for n in (-1, 1, 2) if number.isdigit() else ():
+                answer(intruder, f"{stem}-{int(number) + n}", "intruder")
+            answer(victim, asked, "victim")
+            assert outcome.get(timeout=WAIT)["content"] == {"who": "victim"}
+    finally:
+        app.close()
+        serving.stop(10)
+        tools.close()
+
+
+def test_a_session_forgets_the_oldest_ended_streams_of_its_calls():
+    from raider_sync.serve.http_sessions import KEEP_ENDED_STREAMS, HttpSession
+
+    with ToolServer("kept") as tools:
+        session = HttpSession(tools, "s", page_size=10, keepalive=5.0)
+        streams = [session.new_stream() for _ in range(KEEP_ENDED_STREAMS + 5)]
+        listening = session.new_stream("g")
+        for stream in streams:
+            stream.end({"jsonrpc": "2.0", "id": 1, "result": {}})
+        assert [session.stream(s.stream_id) for s in streams[:5]] == [None] * 5
+        assert all(session.stream(s.stream_id) is s for s in streams[5:]), \
+            "the last ended ones stay, for a client that resumes"
+        assert session.stream(listening.stream_id) is listening
+        running = session.new_stream()
+        assert session.stream(running.stream_id) is running
+
+
+def test_a_sessions_get_streams_count_against_max_streams():
+    with ToolServer("few") as tools:
+        app = wsgi_app(tools, sessions=True, max_streams=1)
+        serving = Serving(app).start()
+        url = f"{serving.url}/mcp"
+        try:
+            opened = requests.post(url, timeout=WAIT, json={
+                "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": VERSION, "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}},
+                headers={"Accept": ACCEPT, "MCP-Protocol-Version": VERSION})
+            headers = {"Accept": "text/event-stream", "MCP-Protocol-Version": VERSION,
+                       "Mcp-Session-Id": opened.headers["Mcp-Session-Id"]}
+            with requests.get(url, headers=headers, timeout=WAIT, stream=True) as first:
+                assert first.status_code == 200
+                assert next(first.iter_lines()).startswith(b"retry:")  # it is open
+                with requests.get(url, headers=headers, timeout=WAIT, stream=True) as second:
+                    assert second.status_code == 503 and second.headers["Retry-After"]
+        finally:
+            app.close()
+            serving.stop(10)
