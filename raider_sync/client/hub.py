@@ -247,24 +247,30 @@ class McpHub:
 
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None, on_progress=None,
-                    raise_on_error: bool | None = None) -> Future:
+                    raise_on_error: bool | None = None, reset_on_progress: bool | None = None,
+                    max_total: float | None = None) -> Future:
         """Call tool ``name`` on the server that offers it; a future of the result dict.
         Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`);
         with ToolError for an error result when ``raise_on_error`` (default: the hub's
         option) is true. ``timeout`` (s) defaults to that server's call timeout. A call a
         reload's replaced client refuses goes to the server now in its place, within what
-        is left of ``timeout``."""
+        is left of ``timeout``. ``reset_on_progress`` and ``max_total`` are the server's
+        :meth:`McpServer.call_tool_f`'s (a mounted ToolServer's calls take neither)."""
         return self._router.call_tool_f(name, arguments, timeout=timeout,
-                                        on_progress=on_progress, raise_on_error=raise_on_error)
+                                        on_progress=on_progress, raise_on_error=raise_on_error,
+                                        reset_on_progress=reset_on_progress,
+                                        max_total=max_total)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
-                  raise_on_error: bool | None = None) -> ToolResult:
+                  raise_on_error: bool | None = None, reset_on_progress: bool | None = None,
+                  max_total: float | None = None) -> ToolResult:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
         return self._router.call_tool(name, arguments, timeout=timeout,
-                                      on_progress=on_progress, raise_on_error=raise_on_error)
+                                      on_progress=on_progress, raise_on_error=raise_on_error,
+                                      reset_on_progress=reset_on_progress, max_total=max_total)
 
     # -- reload and stop -----------------------------------------------------------------
 

@@ -62,8 +62,9 @@ class Router:
 
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None, on_progress=None,
-                    raise_on_error: bool | None = None) -> Future:
-        """See :meth:`McpHub.call_tool_f`."""
+                    raise_on_error: bool | None = None, **deadlines: Any) -> Future:
+        """See :meth:`McpHub.call_tool_f`; ``deadlines``: ``reset_on_progress``,
+        ``max_total`` (for a server's tools; a mounted ToolServer answers at once)."""
         try:
             arguments = _checked(name, arguments, timeout, "McpHub.call_tool_f")
             target = self.route(name)
@@ -72,7 +73,8 @@ class Router:
 
         def send(target: Any, timeout: float | None) -> Future:
             return target.call_tool_f(name, arguments, timeout=timeout, on_progress=on_progress,
-                                      **self._raising(target, raise_on_error))
+                                      **self._raising(target, raise_on_error),
+                                      **_deadlines(target, deadlines))
 
         if not isinstance(target, McpServer):
             return send(target, timeout)
@@ -81,7 +83,7 @@ class Router:
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
-                  raise_on_error: bool | None = None) -> ToolResult:
+                  raise_on_error: bool | None = None, **deadlines: Any) -> ToolResult:
         """See :meth:`McpHub.call_tool`."""
         arguments = _checked(name, arguments, timeout, "McpHub.call_tool")
         target = self.route(name)
@@ -91,7 +93,8 @@ class Router:
             try:
                 return target.call_tool(name, arguments, timeout=timeout,
                                         on_progress=on_progress,
-                                        **self._raising(target, raise_on_error))
+                                        **self._raising(target, raise_on_error),
+                                        **_deadlines(target, deadlines))
             except NotConnected:
                 if deadline is None or not self._was_replaced(target):
                     raise
@@ -166,3 +169,13 @@ def _checked(name: str, arguments: Any, timeout: Any, method: str) -> dict:
 def _or_default(timeout: float | None, target: McpServer) -> float:
     """A timeout :func:`_checked` passed, or the server's call timeout for None."""
     return target.call_timeout if timeout is None else timeout
+
+
+def _deadlines(target: Any, deadlines: dict) -> dict:
+    """``reset_on_progress`` and ``max_total`` for a server's call (see
+    :meth:`McpServer.call_tool_f`); a mounted object is not given them."""
+    unknown = set(deadlines) - {"reset_on_progress", "max_total"}
+    if unknown:
+        raise TypeError(f"call_tool() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    return {k: v for k, v in deadlines.items() if v is not None} if isinstance(
+        target, McpServer) else {}

@@ -144,3 +144,19 @@ def test_over_http_the_silence_and_the_cap_hold_and_cancel(forever, protocol):
     finally:
         app.close()
         serving.stop(10)
+
+
+def test_a_hub_passes_the_deadlines_on_to_the_server(everything_js):
+    from raider_sync import McpHub
+
+    from conftest import config_of
+    config = config_of({"everything": {"command": "node", "args": [everything_js, "stdio"]}})
+    with McpHub(config) as hub:
+        hub.start_f().result(WAIT)
+        result = hub.call_tool(LONG, {"duration": 1.5, "steps": 6}, timeout=0.8,
+                               on_progress=lambda *step: None)
+        assert not result.get("isError"), result
+        with pytest.raises(ToolTimeout):
+            hub.call_tool_f(LONG, {"duration": 1.5, "steps": 6}, timeout=0.8,
+                            on_progress=lambda *step: None,
+                            reset_on_progress=False).result(WAIT)
