@@ -231,8 +231,13 @@ class Session:
                                          and entry.on_progress is None)
         if alone is None:
             return  # cancelled, timed out or failed before its turn to be sent
-        send = (functools.partial(send_awaited, answer=entry.future, alone=alone)
-                if send_awaited is not None else self.transport.send)
+        if send_awaited is None:
+            send = self.transport.send
+        elif entry.idle is None:
+            send = functools.partial(send_awaited, answer=entry.future, alone=alone)
+        else:  # its silence is bounded: a reader on this thread need not outlast it
+            send = functools.partial(send_awaited, answer=entry.future, alone=alone,
+                                     idle=entry.idle)
         try:
             try:
                 self._send_renewing(request_id, message, deadline, send)

@@ -515,10 +515,7 @@ class McpServer:
                 else _ignore_progress,  # asked for all the same: progress resets the clock
                 timeout_message=f"MCP tool call timed out after {total:g} s",
                 transform=lambda result: self._shape_result(result, name, original, raising),
-                # inline: call_tool waits next, and may read the answer itself, unless its
-                # silence is bounded apart from its deadline: the answer's stream may then
-                # outlast the call, and is read on a worker
-                inline=inline, wait=inline and idle is None, **options)
+                inline=inline, wait=inline, **options)  # inline: call_tool waits next
 
         return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
                                           "MCP tool call")

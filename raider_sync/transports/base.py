@@ -176,12 +176,15 @@ class Transport:
         raise NotImplementedError
 
     def send_awaited(self, message: dict, *, deadline: Deadline | None = None,
-                     answer: Optional[Future] = None, alone: bool = False) -> None:
+                     answer: Optional[Future] = None, alone: bool = False,
+                     idle: float | None = None) -> None:
         """Send a request whose caller waits for its answer right after: a transport may
         read the answer on this thread before returning (never past ``deadline``), sparing
         a hand-off to a reader thread. ``answer`` is the future the answer settles;
         ``alone`` says no other request of the session awaits an answer (a transport whose
-        answers all come on one stream reads it only then). By default, :meth:`send`."""
+        answers all come on one stream reads it only then); ``idle``, the seconds of silence
+        after which the request is failed (its reading here need not last longer). By
+        default, :meth:`send`."""
         self.send(message, deadline=deadline)
 
     def close(self) -> None:

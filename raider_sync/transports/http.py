@@ -137,13 +137,16 @@ class StreamableHttpTransport(Transport):
         self._send(message, deadline, here=False)
 
     def send_awaited(self, message: dict, *, deadline: Deadline | None = None,
-                     answer: Future | None = None, alone: bool = False) -> None:
+                     answer: Future | None = None, alone: bool = False,
+                     idle: float | None = None) -> None:
         """:meth:`send`, and an event-stream answer is read on this thread too: blocks until
-        the answer is delivered, the stream fails (the request is failed) or ``deadline``.
-        Every request has a stream of its own, so ``answer`` and ``alone`` do not matter."""
-        self._send(message, deadline, here=True)
+        the answer is delivered, the stream fails (the request is failed), ``answer`` is
+        settled otherwise (say, for ``idle`` s of silence) or ``deadline``. Every request
+        has a stream of its own, so ``alone`` does not matter."""
+        self._send(message, deadline, here=True, idle=idle, answer=answer)
 
-    def _send(self, message: dict, deadline: float | None, here: bool) -> None:
+    def _send(self, message: dict, deadline: float | None, here: bool,
+              idle: float | None = None, answer: Future | None = None) -> None:
         if self._closing.is_set():
             raise ConnectionClosed(f"the connection to MCP server {self.name!r} is closed")
         body = encode_message(message)
@@ -153,7 +156,8 @@ class StreamableHttpTransport(Transport):
             return  # the stateless revision has no client notifications over HTTP
         try:
             self._answers.post(body, request_id, deadline,
-                               headers(message) if headers is not None else None, here)
+                               headers(message) if headers is not None else None, here,
+                               idle=idle, answer=answer)
         except DeadlinePassed:
             if request_id is None:
                 raise

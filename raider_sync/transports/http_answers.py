@@ -23,6 +23,7 @@ import logging
 import socket
 import threading
 import time
+from concurrent.futures import Future
 from typing import Any
 
 import requests
@@ -43,6 +44,9 @@ log = logging.getLogger("raider_sync.transports.http")
 RECONNECT_DELAY = 1.0
 #: seconds to read what follows an answer on its stream (so the connection can be reused)
 DRAIN_SECONDS = 0.25
+#: seconds past a request's span of silence that its reader on the caller's thread waits:
+#: the request's own timer fails it first, with the timeout the caller expects
+IDLE_MARGIN = 1.0
 #: answered streams in a row whose end did not follow before the caller's thread stops
 #: waiting for ends (it waits again once an end is found already there)
 END_MISSES = 3
@@ -77,7 +81,8 @@ class Answers:
                                 initializer=self._mark_reader)
 
     def post(self, body: bytes, request_id: Any, deadline: float | None,
-             message_headers: dict | None = None, here: bool = False) -> None:
+             message_headers: dict | None = None, here: bool = False, *,
+             idle: float | None = None, answer: Future | None = None) -> None:
         """POST one message (``request_id`` None: no answer is awaited) and deliver its
         answer: a JSON one before returning; an event stream on this thread (``here``) or a
         worker. Blocks until the server answered the headers (and see above), never past
@@ -102,7 +107,8 @@ class Answers:
         kind = media_type(response)
         if kind == SSE_TYPE:
             if here and request_id is not None:
-                self._read_answer(response, request_id, deadline, here=True)
+                self._read_answer(response, request_id, deadline, here=True, idle=idle,
+                                  answer=answer)
                 return
             try:
                 self._readers.submit(self._read_answer, response, request_id, deadline)
@@ -127,17 +133,23 @@ class Answers:
         self.deliver(message)
 
     def _read_answer(self, response: requests.Response, request_id: Any,
-             deadline: float | None, here: bool = False) -> None:
+                     deadline: float | None, here: bool = False, idle: float | None = None,
+                     answer: Future | None = None) -> None:
         """Deliver the messages of a POST's event stream until its answer; resume a stream
         that ends early. Runs on a ``raider-<name>-stream`` worker, or (``here``) on the
-        caller's thread."""
+        caller's thread, which ``idle`` s of silence (plus a margin: the request's own
+        timer fails it first) or ``answer`` settled without the stream free."""
         parser = self._channel.parser()
         if request_id is not None:
             self.streams[request_id] = response
+        silence = None if idle is None else idle + IDLE_MARGIN
         try:
-            answered = self.pump(response, parser, deadline, request_id, here=here)
+            answered = self.pump(response, parser, deadline, request_id, here=here,
+                                 idle_timeout=silence)
             resumes = 0
             while not answered and request_id is not None and not self._closing.is_set():
+                if answer is not None and answer.done():
+                    return  # failed meanwhile (its silence ran out): nobody waits for more
                 if deadline is not None and time.monotonic() >= deadline:
                     return  # the deadline has passed: the session has failed (and cancelled) the request
                 if parser.last_event_id is None:
@@ -154,7 +166,8 @@ class Answers:
                     return
                 response = self._resume(parser.last_event_id, deadline)
                 parser.reconnected()
-                answered = self.pump(response, parser, deadline, request_id, here=here)
+                answered = self.pump(response, parser, deadline, request_id, here=here,
+                                     idle_timeout=silence)
         except DeadlinePassed:
             return
         except TransportError as exc:

@@ -143,7 +143,8 @@ class StdioTransport(Transport):
             self._stdout.want_reader()  # its answer comes to the reader thread
 
     def send_awaited(self, message: dict, *, deadline: Deadline | None = None,
-                     answer: Future | None = None, alone: bool = False) -> None:
+                     answer: Future | None = None, alone: bool = False,
+                     idle: float | None = None) -> None:
         """:meth:`send`; then, when the request is ``alone``, read stdout on this thread until
         ``answer`` is done (see :mod:`.stdout`), at most until ``deadline``. Raises what
         :meth:`send` raises; an interrupt while it reads propagates, and loses nothing."""
