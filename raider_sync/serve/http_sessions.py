@@ -22,7 +22,6 @@ import threading
 import time
 from typing import Any
 
-from .context import Context
 from .resumable import ResumableStream
 from .serving import ToolServerAnswers
 
@@ -38,8 +37,7 @@ class HttpSession(ToolServerAnswers):
     """One client's session: the answers of :class:`ToolServerAnswers`, with what a session
     keeps. Thread-safe."""
 
-    keeps_log_level = True
-    keeps_subscriptions = True
+    one_client = True
 
     def __init__(self, tool_server, session_id: str, *, page_size: int, keepalive: float):
         super().__init__(tool_server, page_size=page_size)
@@ -50,15 +48,7 @@ class HttpSession(ToolServerAnswers):
         self._numbers = itertools.count(1)
         self._streams: dict[str, ResumableStream] = {}
         self._ended_streams: collections.deque[str] = collections.deque()
-        self._contexts: dict[Any, Context] = {}
         self.ended = False
-
-    def met(self, params: dict) -> None:
-        """What the client said of itself at initialize."""
-        capabilities, info = params.get("capabilities"), params.get("clientInfo")
-        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        self.client_info = info if isinstance(info, dict) else None
-        self.protocol_version = params.get("protocolVersion")
 
     # -- streams -------------------------------------------------------------------------
 
@@ -98,38 +88,14 @@ class HttpSession(ToolServerAnswers):
         for stream in streams:
             stream.put(message)
 
-    # -- contexts ------------------------------------------------------------------------
-
-    def _context(self, params: dict, on_progress, answers, notify, ask, request_id=None,
-                 close_stream=None) -> Context:
-        context = super()._context(params, on_progress, answers, notify, ask, request_id,
-                                   close_stream)
-        if request_id is not None:  # so that notifications/cancelled reaches its handler
-            with self._lock:
-                self._contexts[request_id] = context
-        return context
-
-    def done(self, request_id: Any) -> None:
-        with self._lock:
-            self._contexts.pop(request_id, None)
-
-    def cancelled(self, request_id: Any) -> None:
-        """``notifications/cancelled``: the handler's context says so."""
-        with self._lock:
-            context = self._contexts.get(request_id)
-        if context is not None:
-            context.cancel()
-
     def end(self) -> None:
         """End the session: its streams end, its handlers are told they are cancelled."""
         with self._lock:
             self.ended = True
             streams, self._streams = list(self._streams.values()), {}
-            contexts = list(self._contexts.values())
         for stream in streams:
             stream.end()
-        for context in contexts:
-            context.cancel()
+        self.cancel_running()
 
 
 class Sessions:

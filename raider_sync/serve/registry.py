@@ -113,12 +113,17 @@ class LocalPrompt:
     def definition(self) -> dict:
         return {"name": self.name, "description": self.description, "arguments": list(self.arguments)}
 
+    @property
+    def wants_context(self) -> bool:
+        """The render function takes the request's :class:`~.context.Context` as ``ctx``."""
+        return takes_context(self.render)
+
     def get(self, arguments: dict | None, context: Context | None = None) -> dict:
         """The prompt rendered with ``arguments``: ``{description, messages}``. Raises
         McpError -32602 when ``render`` does not take them; a ``render`` with a ``ctx``
         parameter gets ``context`` (may raise what asking the client raises)."""
         values = dict(arguments or {})
-        if takes_context(self.render):
+        if self.wants_context:
             values[CONTEXT_PARAM] = context if context is not None else Context()
         try:
             value = self.render(**values)

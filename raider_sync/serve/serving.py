@@ -12,11 +12,12 @@ streams that carry the tool list's changes.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 from concurrent.futures import Future
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO, Callable, Iterator
 
 from ..client.eras.modern import CACHEABLE
 from ..client.results import text_result
@@ -66,10 +67,10 @@ def progress_params(token: Any, progress: float, total: float | None = None,
 class ToolServerAnswers:
     """What a served ToolServer answers, whatever carries the requests (stdio, HTTP)."""
 
-    #: whether ``logging/setLevel`` and resource subscriptions are kept (only where one
-    #: client's session is served)
-    keeps_log_level = False
-    keeps_subscriptions = False
+    #: whether one client's session is served: then its ``logging/setLevel``, its resource
+    #: subscriptions and the contexts of its running requests (which notifications/cancelled
+    #: reaches) are kept; an app that answers every client at once keeps none of them
+    one_client = False
 
     def __init__(self, tool_server, *, page_size: int = PAGE_SIZE):
         self.tool_server = tool_server
@@ -82,7 +83,51 @@ class ToolServerAnswers:
         self.protocol_version: str | None = None
         #: the URIs the client subscribed to (the handshake era's resources/subscribe)
         self.subscriptions: set[str] = set()
+        #: the contexts of the requests whose handlers run, by request id (one client only)
+        self._running: dict[Any, Context] = {}
         self._subscriptions_lock = threading.Lock()
+
+    def met(self, params: dict) -> None:
+        """What the client said of itself at ``initialize``, for its handlers' contexts."""
+        capabilities, info = params.get("capabilities"), params.get("clientInfo")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.client_info = info if isinstance(info, dict) else None
+        self.protocol_version = params.get("protocolVersion")
+
+    def cancelled(self, request_id: Any) -> None:
+        """``notifications/cancelled`` of ``request_id``: its handler's context says so."""
+        with self._subscriptions_lock:
+            context = self._running.get(request_id) if _hashable(request_id) else None
+        if context is not None:
+            context.cancel()
+
+    def cancel_running(self) -> None:
+        """Tell every running handler its request is cancelled (the client is gone)."""
+        with self._subscriptions_lock:
+            contexts = list(self._running.values())
+        for context in contexts:
+            context.cancel()
+
+    @contextlib.contextmanager
+    def _handling(self, context: Context, on_context: Callable[[Context], None] | None
+                  ) -> Iterator[Context]:
+        """While a handler runs with ``context``: the carrier hears of it (``on_context``),
+        and where one client is served, a notifications/cancelled of its request reaches
+        it."""
+        if on_context is not None:
+            on_context(context)
+        request_id = context.request_id
+        kept = self.one_client and _hashable(request_id) and request_id is not None
+        if kept:
+            with self._subscriptions_lock:
+                self._running[request_id] = context
+        try:
+            yield context
+        finally:
+            if kept:
+                with self._subscriptions_lock:
+                    if self._running.get(request_id) is context:
+                        del self._running[request_id]
 
     def _progress_sender(self, token: Any):
         return None  # nothing to send progress on
@@ -118,11 +163,11 @@ class ToolServerAnswers:
                     return tasked
             context = self._context(params, on_progress, answers, notify, ask, request_id,
                                     close_stream)
-            if on_context is not None:  # the carrier cancels it when its client goes
-                on_context(context)
             try:  # bounded by the tool server's call timeout: a stuck handler frees its worker
-                return server.call_tool(params.get("name", ""), params.get("arguments") or {},
-                                        on_progress=on_progress, context=context)
+                with self._handling(context, on_context):
+                    return server.call_tool(params.get("name", ""),
+                                            params.get("arguments") or {},
+                                            on_progress=on_progress, context=context)
             except UnknownTool as exc:
                 raise McpError(INVALID_PARAMS, str(exc)) from None
             except ToolTimeout as exc:
@@ -143,9 +188,11 @@ class ToolServerAnswers:
         if method == "prompts/list" and server.has_prompts:
             return self._page(server.list_prompts(), "prompts", params)
         if method == "prompts/get" and server.has_prompts:
-            return server.get_prompt(params.get("name", ""), params.get("arguments") or {},
-                                     context=self._context(params, None, answers, notify, ask,
-                                                           request_id, close_stream))
+            context = self._context(params, None, answers, notify, ask, request_id,
+                                    close_stream)
+            with self._handling(context, on_context):
+                return server.get_prompt(params.get("name", ""), params.get("arguments") or {},
+                                         context=context)
         raise MethodNotFound(method)
 
     def _context(self, params: dict, on_progress, answers: dict | None,
@@ -170,9 +217,9 @@ class ToolServerAnswers:
 
     def _subscribe(self, uri: Any, subscribed: bool) -> dict:
         """``resources/subscribe`` and ``unsubscribe`` of the handshake era: where a session
-        keeps them (:attr:`keeps_subscriptions`), its client gets
+        keeps them (:attr:`one_client`), its client gets
         ``notifications/resources/updated`` for the URI."""
-        if not self.keeps_subscriptions:
+        if not self.one_client:
             raise MethodNotFound("resources/subscribe")
         if not isinstance(uri, str) or not uri:
             raise McpError(INVALID_PARAMS, "uri must be a non-empty string")
@@ -184,13 +231,14 @@ class ToolServerAnswers:
         """``logging/setLevel``: checked, and kept where there is a session to keep it."""
         if level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}")
-        if self.keeps_log_level:
+        if self.one_client:
             self.log_level = level
         return {}
 
     def _answer_modern(self, method: str, params: dict, on_progress=None,
                        notify: Notify | None = None,
-                       on_context: Callable[[Context], None] | None = None) -> Any:
+                       on_context: Callable[[Context], None] | None = None,
+                       request_id: Any = None) -> Any:
         """The answer to a request of the stateless revision (its _meta checked first); a
         handler's log messages and progress go out with ``notify``."""
         check_envelope(params)
@@ -211,7 +259,8 @@ class ToolServerAnswers:
                 answers = round_answers(self.tool_server.state_secret, method, name, params)
                 try:
                     result = self._answer(method, params, on_progress, answers=answers,
-                                          notify=notify, on_context=on_context)
+                                          notify=notify, on_context=on_context,
+                                          request_id=request_id)
                 except InputRequired as exc:
                     return input_required_result(self.tool_server.state_secret, method, name,
                                                  exc)
@@ -235,7 +284,7 @@ class ToolServerAnswers:
             capabilities["logging"] = {}
         if server.has_resources:
             capabilities["resources"] = {"listChanged": False,
-                                         "subscribe": modern or self.keeps_subscriptions}
+                                         "subscribe": modern or self.one_client}
         if server.has_prompts:
             capabilities["prompts"] = {"listChanged": False}
         if server.has_completions:
@@ -274,8 +323,7 @@ class ToolServerAnswers:
 class ServedSession(ToolServerAnswers):
     """One client's conversation with a ToolServer over a transport."""
 
-    keeps_log_level = True
-    keeps_subscriptions = True
+    one_client = True
 
     def __init__(self, tool_server, transport, *, page_size: int = PAGE_SIZE):
         super().__init__(tool_server, page_size=page_size)
@@ -289,8 +337,6 @@ class ServedSession(ToolServerAnswers):
         self.transport = transport
         self.era = ServedEra()
         self._listens: dict[Any, tuple[threading.Event, dict]] = {}
-        #: the contexts of the requests being answered, by request id
-        self._contexts: dict[Any, Context] = {}
         self._listens_lock = threading.Lock()
 
     def run(self) -> None:
@@ -317,33 +363,16 @@ class ServedSession(ToolServerAnswers):
 
     def _request(self, method: str, params: dict) -> Any:
         request_id = self.session.current_request_id()
-        try:
-            if self.era.claim(method, params) == "legacy":
-                if method == "initialize":
-                    self._met(params)
-                return self._answer(method, params, notify=self.session.notify, ask=self._ask)
-            if method == "subscriptions/listen":
-                check_envelope(params)
-                return self._listen(params)
-            return self._answer_modern(method, params, notify=self.session.notify)
-        finally:
-            with self._listens_lock:
-                self._contexts.pop(request_id, None)
-
-    def _met(self, params: dict) -> None:
-        """What the client said of itself at initialize, for its handlers' contexts."""
-        capabilities, info = params.get("capabilities"), params.get("clientInfo")
-        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        self.client_info = info if isinstance(info, dict) else None
-        self.protocol_version = params.get("protocolVersion")
-
-    def _context(self, params: dict, on_progress, answers, notify, ask, request_id=None,
-                 close_stream=None) -> Context:
-        request_id = self.session.current_request_id()
-        context = super()._context(params, on_progress, answers, notify, ask, request_id)
-        with self._listens_lock:  # so that notifications/cancelled reaches its handler
-            self._contexts[request_id] = context
-        return context
+        if self.era.claim(method, params) == "legacy":
+            if method == "initialize":
+                self.met(params)
+            return self._answer(method, params, notify=self.session.notify, ask=self._ask,
+                                request_id=request_id)
+        if method == "subscriptions/listen":
+            check_envelope(params)
+            return self._listen(params)
+        return self._answer_modern(method, params, notify=self.session.notify,
+                                   request_id=request_id)
 
     def _ask(self, method: str, params: dict, timeout: float) -> Future:
         """A question to the client, from a handler's thread: the future of its answer
@@ -379,11 +408,9 @@ class ServedSession(ToolServerAnswers):
         elif method == "notifications/cancelled":
             with self._listens_lock:
                 listen = self._listens.pop(params.get("requestId"), None)
-                context = self._contexts.get(params.get("requestId"))
             if listen is not None:
                 listen[0].set()
-            if context is not None:
-                context.cancel()
+            self.cancelled(params.get("requestId"))
 
     def _tools_changed(self, _server) -> None:
         if self._initialized.is_set():
@@ -435,3 +462,8 @@ def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO 
             stdout.close()
             os.dup2(restore_fd, 1)
             os.close(restore_fd)
+
+
+def _hashable(value: Any) -> bool:
+    """Whether ``value`` (a JSON-RPC id as received) can key a table."""
+    return isinstance(value, (str, int, float, type(None)))

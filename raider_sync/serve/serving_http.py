@@ -84,7 +84,7 @@ from ..protocol.http_headers import (
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
-from .context import Context, takes_context
+from .context import Context
 from .http_sessions import HttpSession, Sessions
 from .questions import Questions
 from .rebinding import ANY, HostCheck, is_loopback
@@ -254,7 +254,6 @@ class ToolServerApp:
         if "id" not in message:
             return _reply(start_response, "202 Accepted", None)
         streams = _accepts_streams(environ)
-        streamed = False
         try:
             if modern:
                 _check_headers(environ, method, params, self._tool_schema)
@@ -269,16 +268,12 @@ class ToolServerApp:
                     check_envelope(params)  # refused with its HTTP status, before the stream
                     if method == "tools/call":  # so is a task tool called without the extension
                         self.tool_server.is_task_call(params)
-                streamed = True  # its thread forgets its context when it is done
                 return self._streamed_call(environ, start_response, message["id"], method,
                                            params, token, modern, answers)
             result = (answers._answer_modern(method, params) if modern else
                       answers._answer(method, params, request_id=message["id"]))
         except Exception as exc:  # noqa: BLE001 - mapped to the client's answer
             return _failure(start_response, message["id"], method, exc, modern)
-        finally:
-            if isinstance(answers, HttpSession) and not streamed:
-                answers.done(message["id"])
         return _reply(start_response, "200 OK",
                       {"jsonrpc": "2.0", "id": message["id"], "result": result}, opened)
 
@@ -359,14 +354,7 @@ class ToolServerApp:
         if modern and not (isinstance(params.get("_meta"), dict)
                            and params["_meta"].get(META_LOG_LEVEL)):
             return False
-        registry = self.tool_server._registry
-        if method == "tools/call":
-            found = registry.tools.get(params.get("name"))
-            return found is not None and found.wants_context
-        if method == "prompts/get":
-            prompt = registry.prompts.get(params.get("name"))
-            return prompt is not None and takes_context(prompt.render)
-        return False
+        return self.tool_server.takes_context(method, params.get("name"))
 
     def _streamed_call(self, environ: dict, start_response: StartResponse, request_id: Any,
                        method: str, params: dict, token: Any, modern: bool,
@@ -394,15 +382,11 @@ class ToolServerApp:
                                               on_context=contexts.append)
         else:
             def answer() -> Any:
-                try:
-                    return answers._answer(method, params, on_progress, notify=notify,
-                                           ask=self.questions.asker(stream.put),
-                                           request_id=request_id,
-                                           close_stream=getattr(stream, "cut", None),
-                                           on_context=contexts.append)
-                finally:
-                    if session is not None:
-                        session.done(request_id)
+                return answers._answer(method, params, on_progress, notify=notify,
+                                       ask=self.questions.asker(stream.put),
+                                       request_id=request_id,
+                                       close_stream=getattr(stream, "cut", None),
+                                       on_context=contexts.append)
         # the body before the handler starts: a stream the handler closes at once is closed
         body = stream.body(disconnected=environ.get("waitress.client_disconnected"))
         future = run_in_thread(answer, f"raider-{self.tool_server.key}-http-call")

@@ -327,6 +327,17 @@ class ToolServer:
         return self.served_tasks.is_task(self._registry.tools.get(str(params.get("name"))),
                                          params)
 
+    def takes_context(self, method: str, name: Any) -> bool:
+        """Whether the handler a ``tools/call`` or ``prompts/get`` of ``name`` reaches takes
+        a ``ctx`` (so that it may log or ask the client while it runs)."""
+        if method == "tools/call":
+            tool = self._registry.tools.get(name) if isinstance(name, str) else None
+            return tool is not None and tool.wants_context
+        if method == "prompts/get":
+            prompt = self._registry.prompts.get(name) if isinstance(name, str) else None
+            return prompt is not None and prompt.wants_context
+        return False
+
     # -- resources and prompts -----------------------------------------------------------
 
     @property
