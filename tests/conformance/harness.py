@@ -161,22 +161,30 @@ def _read(path: str) -> str:
         return ""
 
 
-def _harness(version: str, args: tuple[str, ...], out: str, exits: str) -> tuple[int, str]:
-    """One harness process, in its own process group (killed whole when it overruns)."""
-    argv = [NODE, HARNESS[version], "client", "--command", f"{sys.executable} {CLIENT}",
-            "--timeout", str(CLIENT_TIMEOUT_MS), "-o", out, *args]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=out,
-                            start_new_session=True,
-                            env={**os.environ, "NO_COLOR": "1", EXIT_DIR_VARIABLE: exits})
+def run_harness(version: str, args: list[str], cwd: str, timeout: float,
+                env: dict[str, str] | None = None) -> tuple[int, str]:
+    """One harness process (``args`` after the harness's script), in its own process group,
+    which is killed whole when it runs over ``timeout`` s (an AssertionError then names it);
+    its exit status and output."""
+    proc = subprocess.Popen([NODE, HARNESS[version], *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=cwd, start_new_session=True,
+                            env={**os.environ, "NO_COLOR": "1", **(env or {})})
     try:
-        output, _ = proc.communicate(timeout=PROCESS_TIMEOUT)
+        output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
-        raise AssertionError(f"the harness ({' '.join(args)}) took over {PROCESS_TIMEOUT} s:"
+        raise AssertionError(f"the harness ({' '.join(args)}) took over {timeout} s:"
                              f"\n{output[-3000:]}") from None
     return proc.returncode, output
+
+
+def _harness(version: str, args: tuple[str, ...], out: str, exits: str) -> tuple[int, str]:
+    """One harness process of the client scenarios."""
+    return run_harness(version, ["client", "--command", f"{sys.executable} {CLIENT}",
+                                 "--timeout", str(CLIENT_TIMEOUT_MS), "-o", out, *args],
+                       out, PROCESS_TIMEOUT, {EXIT_DIR_VARIABLE: exits})
 
 
 def _collect(out: str, exits: str) -> dict[str, Scenario]:

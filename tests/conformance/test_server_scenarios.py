@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,7 +33,7 @@ import pytest
 from raider_sync.serve.serving_http import wsgi_app
 from raider_sync.serve.wsgi_server import Serving
 
-from conformance.harness import HARNESS, NODE, harness_installed
+from conformance.harness import harness_installed, run_harness
 from conformance.server_fixture import fixture_server
 
 V2025, V2026, EXTENSIONS = "2025-11-25", "2026-07-28", "extensions"
@@ -143,18 +141,9 @@ class Outcome:
 def _harness(url: str, args: tuple[str, ...], out: str) -> str:
     """One harness process, in its own process group (killed whole when it overruns); its
     output. Its exit status is not read: it fails whenever one scenario fails."""
-    argv = [NODE, HARNESS["0.2"], "server", "--url", url, "--timeout",
-            str(SCENARIO_TIMEOUT_MS), "-o", out, *args]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=out,
-                            start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
-    try:
-        output, _ = proc.communicate(timeout=PROCESS_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        raise AssertionError(f"the harness ({' '.join(args)}) took over {PROCESS_TIMEOUT} s:"
-                             f"\n{output[-3000:]}") from None
+    _, output = run_harness("0.2", ["server", "--url", url, "--timeout",
+                                    str(SCENARIO_TIMEOUT_MS), "-o", out, *args],
+                            out, PROCESS_TIMEOUT)
     return f"$ {' '.join(args)}\n{output}"
 
 

@@ -13,7 +13,6 @@ import io
 import json
 import os
 import re
-import subprocess
 
 import pytest
 import requests
@@ -24,7 +23,7 @@ from raider_sync.gateway.cli import Serving
 from raider_sync.serve.serving_http import wsgi_app
 from raider_sync.serve.skill_files import MAX_BYTES, MAX_FILES, parse_frontmatter
 
-from conformance.harness import HARNESS, NODE, harness_installed
+from conformance.harness import harness_installed, run_harness
 from conftest import config_of
 
 WAIT = 30.0
@@ -453,12 +452,11 @@ def test_the_harness_skills_scenarios_pass_strictly(tools, serve, tmp_path, scen
     harness_installed("0.2")
     url = serve(tools)
     out = tmp_path / "results"
-    argv = [NODE, HARNESS["0.2"], "server", "--url", url, "--scenario", scenario, "-o", str(out)]
+    args = ["server", "--url", url, "--scenario", scenario, "-o", str(out)]
     if wire:  # the extension's scenarios are on no spec timeline: forced onto that wire
-        argv += ["--spec-version", wire, "--force"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=90, cwd=tmp_path,
-                          env={**os.environ, "NO_COLOR": "1"})
-    output = (done.stdout + done.stderr)[-3000:]
+        args += ["--spec-version", wire, "--force"]
+    returncode, output = run_harness("0.2", args, str(tmp_path), 90)
+    output = output[-3000:]
     [found] = glob.glob(str(out / "**" / "checks.json"), recursive=True)
     with open(found, encoding="utf-8") as file:
         checks = json.load(file)
@@ -466,4 +464,4 @@ def test_the_harness_skills_scenarios_pass_strictly(tools, serve, tmp_path, scen
            if c["status"] in ("FAILURE", "WARNING")]
     assert not bad, "\n".join(bad) + "\n" + output
     assert any(c["status"] == "SUCCESS" for c in checks), output
-    assert done.returncode == 0, output
+    assert returncode == 0, output

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
-import subprocess
 import threading
 import time
 
@@ -22,7 +20,7 @@ from raider_sync.serve.serving import serve_stdio
 from raider_sync.serve.serving_http import wsgi_app
 from raider_sync.serve.tasks import TASKS_EXTENSION
 
-from conformance.harness import HARNESS, NODE, harness_installed
+from conformance.harness import harness_installed, run_harness
 from serve.task_tools import task_tools
 
 WAIT = 30.0
@@ -662,18 +660,9 @@ def test_the_harness_scenario_passes_strictly(scenario, tmp_path):
     with task_tools() as tools:
         app, serving = serve(tools)
         try:
-            argv = [NODE, HARNESS["0.2"], "server", "--url", f"{serving.url}/mcp",
-                    "--scenario", scenario, "-o", str(tmp_path)]
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-                                    start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
-            try:
-                output, _ = proc.communicate(timeout=SCENARIO_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                output, _ = proc.communicate()
-                raise AssertionError(f"{scenario} ran over {SCENARIO_TIMEOUT} s:\n{output}") \
-                    from None
+            returncode, output = run_harness(
+                "0.2", ["server", "--url", f"{serving.url}/mcp", "--scenario", scenario,
+                        "-o", str(tmp_path)], str(tmp_path), SCENARIO_TIMEOUT)
         finally:
             app.close()
             serving.stop(10)
@@ -690,4 +679,4 @@ def test_the_harness_scenario_passes_strictly(scenario, tmp_path):
            if c["status"] in ("FAILURE", "WARNING")]
     assert not bad, "\n".join(bad) + "\n" + output[-3000:]
     assert "SUCCESS" in statuses.values() and "wire-schema-valid" in statuses, statuses
-    assert proc.returncode == 0, output[-3000:]
+    assert returncode == 0, output[-3000:]
