@@ -25,6 +25,7 @@ from ..errors import McpError, ToolTimeout, UnknownTool
 from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
 from ..protocol.codes import INVALID_PARAMS
+from ..protocol.messages import valid_id
 from ..transports.stream import StreamTransport
 from . import skills_served
 from .client_links import (
@@ -97,7 +98,7 @@ class ToolServerAnswers:
     def cancelled(self, request_id: Any) -> None:
         """``notifications/cancelled`` of ``request_id``: its handler's context says so."""
         with self._subscriptions_lock:
-            context = self._running.get(request_id) if _hashable(request_id) else None
+            context = self._running.get(request_id) if valid_id(request_id) else None
         if context is not None:
             context.cancel()
 
@@ -117,7 +118,7 @@ class ToolServerAnswers:
         if on_context is not None:
             on_context(context)
         request_id = context.request_id
-        kept = self.one_client and _hashable(request_id) and request_id is not None
+        kept = self.one_client and valid_id(request_id)
         if kept:
             with self._subscriptions_lock:
                 self._running[request_id] = context
@@ -462,8 +463,3 @@ def serve_stdio(tool_server, *, stdin: BinaryIO | None = None, stdout: BinaryIO 
             stdout.close()
             os.dup2(restore_fd, 1)
             os.close(restore_fd)
-
-
-def _hashable(value: Any) -> bool:
-    """Whether ``value`` (a JSON-RPC id as received) can key a table."""
-    return isinstance(value, (str, int, float, type(None)))
