@@ -163,12 +163,16 @@ class Catalog:
         fetched on first use in the background; ``cache`` "refresh" or "bypass" fetches it
         anew. A failing list is [] and is not kept."""
         with self._lock:
-            future = self._lists.get(method) if cache == "use" else None
-            if future is None:
+            kept = self._lists.get(method) if cache == "use" else None
+            if kept is None:
                 future = self._lists[method] = self._background_f(
                     lambda: shape(self._fetch_all(method, field, self.call_timeout, None,
                                                   cache)), what=method)
-                future.add_done_callback(lambda done: self._forget_failed(method, done))
+            else:
+                future = kept
+        if kept is None:  # outside the lock: a fetch done already runs the callback here,
+            # and the callback takes the lock
+            future.add_done_callback(lambda done: self._forget_failed(method, done))
         return then(future, lambda items: copy.deepcopy(items or []))
 
     def _forget_failed(self, method: str, future: Future) -> None:

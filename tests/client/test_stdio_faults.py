@@ -843,3 +843,27 @@ def test_stop_before_the_process_is_spawned_leaves_no_process(monkeypatch):
     assert future.result(WAIT) is server and server.status == "stopped"
     assert server.pid is None
     assert fake_processes("plain") == []
+
+
+def test_a_list_fetched_before_its_callback_is_added_does_not_deadlock(started, monkeypatch):
+    """A prompt list whose fetch is done before the catalog watches it (a fast answer, read
+    on the calling thread) runs the watcher at once, on the thread that holds the catalog's
+    lock: that must not wait for the lock itself."""
+    from raider_sync.client.catalog import Catalog
+
+    fetch = Catalog._background_f
+
+    def done_at_once(self, fn, *, what):
+        future = fetch(self, fn, what=what)
+        future.exception(WAIT)  # the fetch is over before the catalog watches it
+        return future
+
+    server = started("lists,flaky-lists")
+    monkeypatch.setattr(Catalog, "_background_f", done_at_once)
+    listed: list = []
+    worker = threading.Thread(target=lambda: listed.append(server.list_prompts()), daemon=True)
+    worker.start()
+    worker.join(WAIT)
+    assert not worker.is_alive(), "list_prompts deadlocked on the catalog's lock"
+    assert listed == [[]]  # the failed list, not kept
+    assert [p["name"] for p in server.list_prompts()] == ["first"]
