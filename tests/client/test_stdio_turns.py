@@ -36,7 +36,9 @@ def settled_on(server: McpServer) -> list[str]:
     return names
 
 
-def test_a_blocking_call_takes_its_answer_on_the_callers_thread(connected):
+def test_a_blocking_call_takes_its_answer_on_the_callers_thread(connected, monkeypatch):
+    # stdout lent for good: on a loaded machine the time between two calls may pass the lend
+    monkeypatch.setattr(stdout_module, "LEND_SECONDS", 3600.0)
     server = connected()
     names = settled_on(server)
     for n in range(5):
@@ -46,7 +48,8 @@ def test_a_blocking_call_takes_its_answer_on_the_callers_thread(connected):
     assert names[1:] == [threading.current_thread().name] * 4
 
 
-def test_a_blocking_call_on_another_thread_takes_its_answer_there_too(connected):
+def test_a_blocking_call_on_another_thread_takes_its_answer_there_too(connected, monkeypatch):
+    monkeypatch.setattr(stdout_module, "LEND_SECONDS", 3600.0)  # as above
     server = connected()
     names = settled_on(server)
     texts: list[str] = []
@@ -59,11 +62,12 @@ def test_a_blocking_call_on_another_thread_takes_its_answer_there_too(connected)
     assert names[1:] == ["test-worker"] * 4
 
 
-def test_a_future_is_answered_by_the_reader_right_after_a_blocking_call(connected):
+def test_a_future_is_answered_by_the_reader_right_after_a_blocking_call(connected, monkeypatch):
+    monkeypatch.setattr(stdout_module, "LEND_SECONDS", 3600.0)  # lent for good, but for a send
     server = connected()
     names = settled_on(server)
     server.call_tool("mcp__fake__echo", {"message": "first"})
-    # within the time stdout is left to the next caller: the send brings the reader back
+    # while stdout is left to the next caller, the send brings the reader back
     assert server.call_tool_f("mcp__fake__echo", {"message": "f"}).result(WAIT).text == "f"
     assert names[1] == "raider-fake-reader"
 
