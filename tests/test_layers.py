@@ -84,4 +84,4 @@ def test_every_module_imports_only_from_the_layers_under_it():
 
 def test_the_top_of_the_package_holds_few_modules():
     top = sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
-    assert top == ["config", "errors", "jsonrpc"]
+    assert top == ["errors", "jsonrpc"]

@@ -1,5 +1,5 @@
 """The client's subcommands: servers, tools, call, prompt, resources, templates, read, serve,
-demo.
+config, demo.
 
 Config comes from ``--config FILE``, else ``./.mcp.json``, else the embedded default (the demo
 server shipped in the package, started with the current Python). ``--json`` prints machine-
@@ -27,6 +27,7 @@ from ..client.server import McpServer
 from ..config import McpConfig, ServerSpec
 from ..errors import ConfigError, McpError, NotConnected, RaiderError
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, default_config, load_config  # noqa: F401
+from .config_cli import register as register_config
 from .serve_cli import register as register_serve
 
 TOOL_FORMATS = ("openai", "openai-responses", "anthropic")
@@ -75,6 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("server")
     parser.add_argument("uri")
     register_serve(sub, _guard)
+    register_config(sub, _guard)
     command("demo", run_demo, "show the whole library on the configured (or embedded demo) servers")
 
 

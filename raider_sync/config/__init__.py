@@ -17,18 +17,21 @@ import json
 import os
 import re
 from typing import Annotated, Any, Literal, Mapping, Optional
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from . import dialects
 
 Transport = Literal["stdio", "http", "sse"]
 TRANSPORT_ALIASES = {"stdio": "stdio", "http": "http", "streamable-http": "http",
                      "streamableHttp": "http", "sse": "sse"}
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-# ${VAR}, ${VAR:-default}, and the editors' ${env:VAR}, ${input:ID} and ${/}
-_VAR = re.compile(r"\$\{(?:(env|input):([^}]*)|([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?|(/))\}")
+# ${VAR}, ${VAR:-default}, the editors' ${env:VAR}, ${input:ID} and ${/}, and the draft
+# standard's ${value:LITERAL} and chains of them, ${env:A | env:B | value:C}
+_VAR = re.compile(r"\$\{(?:(env|input|value):([^}]*)|([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?|(/))\}")
 #: where an ``${input:ID}`` of VS Code's format takes its value from: this prefix plus the ID
 #: upper-cased, each character outside [A-Z0-9_] replaced with ``_``
 INPUT_PREFIX = "RAIDER_SYNC_INPUT_"
@@ -56,7 +59,9 @@ def expand_vars(text: str, env: Mapping[str, str], missing: set[str],
                 missing_inputs: set[str] | None = None) -> str:
     """Expand ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from ``env``, a name of
     ``predefined`` (``userHome``, ``workspaceFolder``, ... ) when ``env`` lacks it, ``${/}``
-    as ``/``, and ``${input:ID}`` from ``env[input_variable(ID)]``. One pass: what a value
+    as ``/``, ``${input:ID}`` from ``env[input_variable(ID)]``, ``${value:TEXT}`` as TEXT, and
+    a chain ``${env:A | input:B | value:C}`` as its first alternative that has a value (the
+    draft standard ``mcp.json``'s form). One pass: what a value
     brings in is not expanded again. An unset variable without a default stays as written
     and its name is added to ``missing`` (an input's ID to ``missing_inputs``). A bare
     ``$VAR`` is left alone."""
@@ -66,14 +71,8 @@ def expand_vars(text: str, env: Mapping[str, str], missing: set[str],
         scope, scoped, name, default, slash = match.groups()
         if slash:
             return "/"
-        if scope == "input":
-            variable = input_variable(scoped)
-            if variable in env:
-                return env[variable]
-            (missing_inputs if missing_inputs is not None else missing).add(scoped)
-            return match.group(0)
-        if scope == "env":
-            name = scoped
+        if scope is not None:
+            return scoped_value(f"{scope}:{scoped}", match.group(0))
         if name in env:
             return env[name]
         if scope is None and name in predefined:
@@ -82,6 +81,26 @@ def expand_vars(text: str, env: Mapping[str, str], missing: set[str],
             return default
         missing.add(name)
         return match.group(0)
+
+    def scoped_value(expression: str, written: str) -> str:
+        # the first of "env:A | input:B | value:C" that has a value
+        unset: list[tuple[str, str]] = []
+        for alternative in expression.split("|"):
+            scope, _, key = alternative.strip().partition(":")
+            key = key.strip()
+            if scope == "value":
+                return key
+            if scope == "env" and key in env:
+                return env[key]
+            if scope == "input" and input_variable(key) in env:
+                return env[input_variable(key)]
+            unset.append((scope, key))
+        for scope, key in unset:
+            if scope == "input":
+                (missing_inputs if missing_inputs is not None else missing).add(key)
+            else:
+                missing.add(key if scope == "env" else f"{scope}:{key}")
+        return written
 
     return _VAR.sub(sub, text)
 
@@ -112,6 +131,20 @@ class OAuthSettings(BaseModel):
     scopes: Optional[list[str]] = None
     client_metadata_url: Optional[str] = Field(default=None, alias="clientMetadataUrl")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _port_of_redirect_uri(cls, data: Any) -> Any:
+        # the draft standard mcp.json names the whole redirect URI; only its port is ours
+        if not isinstance(data, dict) or "redirectUri" not in data:
+            return data
+        data = dict(data)
+        port = loopback_callback_port(data.pop("redirectUri"))
+        if port is None:
+            raise ValueError("redirectUri: must be http://localhost:PORT/callback (the "
+                             "loopback listener raider_sync runs)")
+        data.setdefault("callbackPort", port)
+        return data
+
     @field_validator("scopes", mode="before")
     @classmethod
     def _split_scopes(cls, value: Any) -> Any:
@@ -126,9 +159,25 @@ class OAuthSettings(BaseModel):
         return url
 
 
-#: the keys an oauth block may have (by name and by alias)
-_OAUTH_FIELDS = frozenset(set(OAuthSettings.model_fields)
+#: the keys an oauth block may have (by name and by alias, and the draft's redirectUri)
+_OAUTH_FIELDS = frozenset(set(OAuthSettings.model_fields) | {"redirectUri"}
                           | {f.alias for f in OAuthSettings.model_fields.values() if f.alias})
+
+
+def loopback_callback_port(uri: Any) -> int | None:
+    """The port of a redirect URI ``http://localhost:PORT/callback`` (or 127.0.0.1, [::1]),
+    else None."""
+    if not isinstance(uri, str):
+        return None
+    parts = urlsplit(uri)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if (parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")
+            and parts.path == "/callback" and port):
+        return port
+    return None
 
 
 class RestartPolicy(BaseModel):
@@ -158,6 +207,7 @@ class ServerSpec(BaseModel):
     ``plugin_root``/``plugin_data`` mark a plugin's server (named ``plugin:NAME:SERVER``).
     ``allowed_tools``/``disabled_tools`` (``allowedTools``/``disabledTools``) are tool names
     or globs that narrow the tools offered (see :mod:`raider_sync.client.filters`).
+    ``title`` and ``description`` (the draft standard ``mcp.json``'s) are for people only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -183,11 +233,13 @@ class ServerSpec(BaseModel):
     disabled_tools: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, alias="disabledTools")
     protocol: Optional[str] = None
+    title: Optional[str] = None
+    description: Optional[str] = None
 
     @field_validator("protocol")
     @classmethod
     def _known_protocol(cls, value: Optional[str]) -> Optional[str]:
-        from .protocol.revisions import PROTOCOL_CHOICES
+        from ..protocol.revisions import PROTOCOL_CHOICES
         if value is not None and value not in PROTOCOL_CHOICES:
             raise ValueError(f"must be one of {', '.join(PROTOCOL_CHOICES)}")
         return value
@@ -284,25 +336,35 @@ class McpConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, env: Mapping[str, str] | None = None) -> "McpConfig":
-        """Read a ``.mcp.json`` (or Cursor's or VS Code's ``mcp.json``) file. Raises
-        ConfigError for an unreadable file, bad JSON (with line and column) or bad entries.
-        ``CLAUDE_PROJECT_DIR`` of its servers (and ``${workspaceFolder}``) is the file's
-        folder, or the folder above a ``.vscode`` or ``.cursor`` folder holding it."""
+        """Read a ``.mcp.json`` (or Cursor's, VS Code's, Claude Desktop's or the draft
+        standard's ``mcp.json``, or Codex's ``config.toml``: see :mod:`raider_sync.config.dialects`)
+        file. Raises ConfigError for an unreadable file, bad JSON (with line and column) or
+        TOML, or bad entries. ``CLAUDE_PROJECT_DIR`` of its servers (and
+        ``${workspaceFolder}``) is the file's folder, or the folder above a ``.vscode``,
+        ``.cursor`` or ``.codex`` folder holding it."""
         path = os.fspath(path)
         try:
             with open(path, encoding="utf-8-sig") as fh:  # an editor's BOM is no error
-                data = json.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: "
-                              f"{exc.msg}") from exc
-        except RecursionError:
-            raise ConfigError(f"{path}: JSON nested too deeply") from None
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+                              ) from exc
+        notes: list[str] = []
+        if dialects.detect(text, path) == "codex":
+            data, notes = dialects.to_native(dialects.parse(text, "codex", path), "codex", path)
+        else:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column "
+                                  f"{exc.colno}: {exc.msg}") from exc
+            except RecursionError:
+                raise ConfigError(f"{path}: JSON nested too deeply") from None
         folder = os.path.dirname(os.path.abspath(path))
-        if os.path.basename(folder) in (".vscode", ".cursor"):
+        if os.path.basename(folder) in (".vscode", ".cursor", ".codex"):
             folder = os.path.dirname(folder)
         config = cls.from_dict(data, env=env, project_dir=folder, source=path)
+        config.warnings[:0] = [f"{path}: {note}" for note in notes]
         config.path = path
         return config
 
