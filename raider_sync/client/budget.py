@@ -14,6 +14,9 @@ from typing import Iterable, Mapping, Union
 
 from .content import CHARS_PER_TOKEN
 
+#: the share of a model's context the definitions may take before tool search pays
+SEARCH_SHARE = 0.10
+
 
 def estimate_tokens(tool: dict) -> int:
     """The estimated token cost of one tool definition (see the module doc)."""
@@ -32,6 +35,12 @@ class ToolBudget:
     @property
     def total(self) -> int:
         return sum(self.tools.values())
+
+    def search_pays(self, context_tokens: int, share: float = SEARCH_SHARE) -> bool:
+        """Whether a model with ``context_tokens`` of context is better served by tool
+        search (``ToolCaller(..., disclosure="search")``) than by every definition: when the
+        definitions would take more than ``share`` of it (Claude Code's rule, a tenth)."""
+        return self.total > share * context_tokens
 
     def __str__(self) -> str:
         lines = [f"{tokens:>7}  {name}" for name, tokens in self.tools.items()]

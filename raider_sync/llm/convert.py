@@ -21,6 +21,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Iterable
 
+from ..client.budget import budget_of
 from ..client.results import ToolResult
 from ..errors import InvalidArgument, RaiderError, SchemaRefused, ToolError, UnknownTool
 from ..threads.futures import failed, resolved, wait_bounded
@@ -28,12 +29,18 @@ from ..threads.timeouts import seconds
 from .names import ToolNames
 from .nulls import drop_added_nulls
 from .schema import check_bounds, loose_schema, strict_schema
+from .search import SearchDisclosure
 
 log = logging.getLogger("raider_sync.llm")
 
 _said: set[tuple[str, str]] = set()
 _said_lock = threading.Lock()
 _SAY_AT_MOST = 2000  # distinct messages remembered, so a long-running program cannot grow it
+
+#: how a ToolCaller shows the tools to a model (see ToolCaller)
+DISCLOSURES = ("all", "search", "auto")
+#: the context a model has, in tokens, unless the caller says (for disclosure="auto")
+DEFAULT_CONTEXT_TOKENS = 200_000
 
 
 def _say_once(level: int, tool: str, message: str) -> None:
@@ -163,13 +170,23 @@ class ToolCaller:
     fails (ToolTimeout, NotConnected, McpError...). With ``raise_errors=True`` those raise
     instead: UnknownTool, ToolError (carrying the error result), or the call's own error.
     Thread-safe: calls may run in parallel.
+
+    ``disclosure="search"`` gives the model two tools in place of every definition, one that
+    searches the tools by words and one that loads the definitions it found, which are given
+    from then on (see :mod:`raider_sync.llm.search`); ``"auto"`` does so when the definitions
+    would take more than a tenth of ``context_tokens`` (:meth:`ToolBudget.search_pays`).
+    Raises ValueError for another disclosure, or for a tool named as a search tool.
     """
 
     def __init__(self, target: Any, tools: Iterable[dict] | None = None, *,
-                 timeout: float | None = None, raise_errors: bool = False):
+                 timeout: float | None = None, raise_errors: bool = False,
+                 disclosure: str = "all", context_tokens: int = DEFAULT_CONTEXT_TOKENS):
         if not callable(getattr(target, "call_tool_f", None)):
             raise TypeError(f"target must be an McpHub, McpServer or ToolServer, "
                             f"not {type(target).__name__}")
+        if disclosure not in DISCLOSURES:
+            raise ValueError(f"disclosure must be one of {', '.join(DISCLOSURES)}, not "
+                             f"{disclosure!r}")
         self.target = target
         if tools is None:
             tools = target.tools() if callable(getattr(target, "tools", None)) else target.list_tools()
@@ -178,17 +195,29 @@ class ToolCaller:
         self.timeout = None if timeout is None else seconds(timeout, 0.0, method="ToolCaller")
         self.raise_errors = raise_errors
         self._schemas = {t["name"]: t.get("inputSchema") for t in self.tools}
+        if disclosure == "auto":
+            budget = budget_of(self.tools)
+            disclosure = "search" if budget.search_pays(context_tokens) else "all"
+        #: "all" (every definition) or "search" (two search tools, then what was loaded)
+        self.disclosure = disclosure
+        self._search = SearchDisclosure(self.tools, self.names) if disclosure == "search" else None
 
     def __repr__(self) -> str:
         return f"<ToolCaller {len(self.tools)} tools on {self.target!r}>"
 
+    @property
+    def shown(self) -> list[dict]:
+        """The tool definitions the model is given now: every tool, or with
+        ``disclosure="search"`` the two search tools and the tools the model loaded."""
+        return self.tools if self._search is None else self._search.definitions()
+
     def to_openai(self, *, strict: bool = True, api: str = "chat") -> list[dict]:
-        """:func:`to_openai` of this caller's tools."""
-        return to_openai(self.tools, strict=strict, api=api)
+        """:func:`to_openai` of the tools the model is given now (:attr:`shown`)."""
+        return to_openai(self.shown, strict=strict, api=api)
 
     def to_anthropic(self) -> list[dict]:
-        """:func:`to_anthropic` of this caller's tools."""
-        return to_anthropic(self.tools)
+        """:func:`to_anthropic` of the tools the model is given now (:attr:`shown`)."""
+        return to_anthropic(self.shown)
 
     def resolve(self, name: str, arguments: Any = None) -> tuple[str, dict]:
         """The tool's own name and the arguments to call it with, for the model's ``name``
@@ -221,6 +250,14 @@ class ToolCaller:
             bound = self._timeout(timeout, "ToolCaller.call_f")
         except InvalidArgument as exc:
             return failed(exc)
+        if self._search is not None and self._search.handles(name):
+            if isinstance(arguments, (str, bytes, bytearray)):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except ValueError:
+                    arguments = None
+            return resolved(self._search.answer(name, arguments if isinstance(arguments, dict)
+                                                else {}))
         try:
             original, args = self.resolve(name, arguments)
         except (UnknownTool, ToolError) as exc:
