@@ -1,5 +1,6 @@
 """``raider-sync config import|export``: other clients' configuration files to ``.mcp.json``
-and back (see :mod:`raider_sync.config.dialects`).
+and back (see :mod:`raider_sync.config.dialects`); ``raider-sync add``: the servers a domain,
+a server card or a registry server.json publishes (see :mod:`raider_sync.config.discovery`).
 
 Both print the converted file on stdout and a warning per field left out on stderr; nothing is
 written unless ``--write PATH`` says where. Variables stay references: a ``${TOKEN}`` is never
@@ -37,6 +38,20 @@ def register(sub: argparse._SubParsersAction, guard: Callable) -> None:
                         help="the file to convert (default ./.mcp.json)")
     parser.add_argument("--write", metavar="PATH", help="write it to this new file")
     parser.set_defaults(run=guard(run_export))
+    text = ("find the servers a domain (its AI catalog), an MCP URL (its server card) or a "
+            "registry server.json publishes, and show them as .mcp.json entries")
+    parser = sub.add_parser("add", help=text, description=text)
+    parser.add_argument("target", help="example.com, https://example.com/mcp, or a "
+                                       "server.json file with --server-json")
+    parser.add_argument("--server-json", action="store_true",
+                        help="TARGET is a registry server.json file")
+    parser.add_argument("--prefer", choices=("remote", "package"), default="remote",
+                        help="for a server.json: its remote (default) or its package")
+    parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                        help="a value for a URL variable of a card (repeatable)")
+    parser.add_argument("--write", metavar="PATH", help="add the servers to this .mcp.json "
+                                                        "(servers already there are kept)")
+    parser.set_defaults(run=guard(run_add))
 
 
 def run_import(args) -> int:
@@ -46,24 +61,51 @@ def run_import(args) -> int:
                                             args.file)
     checked = McpConfig.from_dict(document, source=args.file)  # ConfigError names the field
     _warn(warnings + checked.warnings)
-    if not args.write:
+    return _show_or_add(document, args.write)
+
+
+def run_add(args) -> int:
+    variables = {}
+    for item in args.var:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise ConfigError(f"--var: expected NAME=VALUE, not {item!r}")
+        variables[name] = value
+    if args.server_json:
+        document = dialects.parse(_read(args.target), "claude", args.target)
+        found = McpConfig.from_server_json(document, prefer=args.prefer, variables=variables)
+    else:
+        found = McpConfig.discover(args.target, variables=variables)
+    _warn(found.notes)
+    for server in found.servers:
+        for need in server.needs:
+            print(f"raider-sync: {server.name} needs {need}", file=sys.stderr)
+    if not found.servers:
+        raise ConfigError(f"{args.target}: no server found that this client can reach")
+    McpConfig.from_dict(found.document(), env={}, source=args.target)  # names a bad field
+    return _show_or_add(found.document(), args.write)
+
+
+def _show_or_add(document: dict, path: str | None) -> int:
+    """Print ``document`` (``.mcp.json``), or with ``path`` add its servers to that file,
+    keeping the servers it has."""
+    if not path:
         print(dialects.render(document, "claude"), end="")
         return EXIT_OK
     merged: dict = {"mcpServers": {}}
-    if os.path.exists(args.write):
-        merged = dialects.parse(_read(args.write), "claude", args.write)
+    if os.path.exists(path):
+        merged = dialects.parse(_read(path), "claude", path)
         if not isinstance(merged.setdefault("mcpServers", {}), dict):
-            raise ConfigError(f"{args.write}: mcpServers: expected an object")
+            raise ConfigError(f"{path}: mcpServers: expected an object")
     added = []
     for name, entry in document["mcpServers"].items():
         if name in merged["mcpServers"]:
-            _warn([f"{name}: already in {args.write}; kept as it is there"])
+            _warn([f"{name}: already in {path}; kept as it is there"])
             continue
         merged["mcpServers"][name] = entry
         added.append(name)
-    _write(args.write, dialects.render(merged, "claude"), replace=True)
-    print(f"raider-sync: {args.write}: added {', '.join(added) or 'no servers'}",
-          file=sys.stderr)
+    _write(path, dialects.render(merged, "claude"), replace=True)
+    print(f"raider-sync: {path}: added {', '.join(added) or 'no servers'}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -368,6 +368,22 @@ class McpConfig:
         config.path = path
         return config
 
+    @staticmethod
+    def discover(target: str, **options: Any) -> Any:
+        """The servers a domain (its AI catalog) or a Streamable HTTP URL (its server card)
+        publishes, as a :class:`~raider_sync.config.discovery.Discovery`: entries to show
+        before anything is written (``.document()``) or to load (``.config(env)``). Blocks
+        for the HTTP requests; see :func:`raider_sync.config.discovery.discover`."""
+        from .discovery import discover
+        return discover(target, **options)
+
+    @staticmethod
+    def from_server_json(document: Any, **options: Any) -> Any:
+        """A registry ``server.json`` as a :class:`~raider_sync.config.discovery.Discovery`
+        (see :func:`raider_sync.config.discovery.from_server_json`). Runs nothing."""
+        from .discovery import from_server_json
+        return from_server_json(document, **options)
+
     @classmethod
     def from_dict(cls, data: Any, *, env: Mapping[str, str] | None = None,
                   project_dir: str | None = None, source: str = ".mcp.json") -> "McpConfig":

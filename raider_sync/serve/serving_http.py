@@ -90,6 +90,8 @@ from .questions import Questions
 from .rebinding import ANY, HostCheck, is_loopback
 from .resumable import parse_event_id
 from .served import check_envelope, has_envelope, listen_ack, meta_version
+from .server_card import SUFFIX as CARD_SUFFIX
+from .server_card import answer_card
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
 
@@ -116,18 +118,22 @@ def wsgi_app(tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 1
              max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
              allowed_hosts: Iterable[str] | None = None,
              allowed_origins: Iterable[str] | None = None,
-             sessions: bool = False) -> "ToolServerApp":
+             sessions: bool = False,
+             server_card: bool | dict = False) -> "ToolServerApp":
     """A WSGI app that serves ``tool_server`` at ``path`` (default ``/mcp``; None: at every
     path, for a dispatcher of your own); see :class:`ToolServerApp`. By default it answers
     only requests whose ``Host`` is a loopback name (``allowed_hosts`` adds others). With
     ``sessions``, a client of the handshake era gets a session (``Mcp-Session-Id``, see
-    :mod:`.http_sessions`); without, every request is answered on its own. Raises
+    :mod:`.http_sessions`); without, every request is answered on its own. With
+    ``server_card`` (True, or a dict of fields laid over the card made), ``GET
+    <path>/server-card`` answers the server's card (:mod:`.server_card`). Raises
     ValueError for a ``path`` that does not begin with ``/``, a negative ``max_streams``, a
     ``keepalive`` that is not a positive number of seconds, or a malformed entry of
     ``allowed_hosts`` or ``allowed_origins``."""
     return ToolServerApp(tool_server, path=path, page_size=page_size, max_streams=max_streams,
                          keepalive=keepalive, allowed_hosts=allowed_hosts,
-                         allowed_origins=allowed_origins, sessions=sessions)
+                         allowed_origins=allowed_origins, sessions=sessions,
+                         server_card=server_card)
 
 
 class ToolServerApp:
@@ -150,10 +156,17 @@ class ToolServerApp:
     def __init__(self, tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
                  max_streams: int = MAX_STREAMS, keepalive: float = KEEPALIVE,
                  allowed_hosts: Iterable[str] | None = None,
-                 allowed_origins: Iterable[str] | None = None, sessions: bool = False):
+                 allowed_origins: Iterable[str] | None = None, sessions: bool = False,
+                 server_card: bool | dict = False):
         if path is not None and (not isinstance(path, str) or not path.startswith("/")):
             raise ValueError(f"path must begin with '/', not {path!r}")
+        if not isinstance(server_card, (bool, dict)):
+            raise ValueError(f"server_card must be True, False or a dict of card fields, not "
+                             f"{type(server_card).__name__}")
         self.path = path
+        #: the fields laid over the server card made per request, or None: no card served
+        self.card: dict | None = (dict(server_card) if isinstance(server_card, dict)
+                                  else {} if server_card else None)
         self.hosts = HostCheck(allowed_hosts, allowed_origins)
         self.tool_server = tool_server
         self.answers = ToolServerAnswers(tool_server, page_size=page_size)
@@ -189,11 +202,16 @@ class ToolServerApp:
         return session, None
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
-        if self.path is not None and (environ.get("PATH_INFO") or "/") != self.path:
+        where = environ.get("PATH_INFO") or "/"
+        card = self.card is not None and where == (self.path or "").rstrip("/") + CARD_SUFFIX
+        if not card and self.path is not None and where != self.path:
             return _reply(start_response, "404 Not Found", None)
         refused = self.hosts.problem(environ)
         if refused is not None:
             return _error(start_response, None, INVALID_REQUEST, refused, status="403 Forbidden")
+        if card:
+            return answer_card(self.tool_server, environ, start_response, self.path or "",
+                               self.card)
         verb = environ.get("REQUEST_METHOD")
         if verb == "GET":
             return self._get(environ, start_response)
