@@ -69,8 +69,6 @@ class PushLoop:
         self._receiver: _Receiver | None = None
         self._unregister: Callable[[Any], None] | None = None
         self._thread: threading.Thread | None = None
-        #: how many times the stream was opened (the first included)
-        self.opened = 0
 
     # -- the stream ----------------------------------------------------------------------
 
@@ -84,7 +82,7 @@ class PushLoop:
         receiver = _Receiver(self, tag)
         with self._lock:
             self._future, self._receiver, self._unregister = future, receiver, unregister
-            self.opened += 1
+            self.sub.streams_opened += 1
         for method, early in register(receiver):  # what came before it was registered
             receiver.offer(method, early)
         future.add_done_callback(lambda _: self.wake())

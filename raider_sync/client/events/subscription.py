@@ -43,6 +43,8 @@ class EventSubscription:
         self.truncated = False
         #: why the subscription ended (None while it runs)
         self.reason: str | None = None
+        #: push: how many times the stream was opened (more than once: it was opened again)
+        self.streams_opened = 0
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._lock = threading.Lock()
         self._latest = cursor
