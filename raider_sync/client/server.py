@@ -43,6 +43,7 @@ from .connection import Connection, Hooks
 from .content import default_max_output_tokens, limit_content, strip_private_meta, visible_resources
 from .eras import era_seam
 from .eras.era_seam import Era, EraHost, EraSettings
+from .events.opening import list_events, open_events
 from .filters import ToolFilter
 from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
@@ -718,7 +719,6 @@ class McpServer:
         (default the call timeout). Raises McpError -32601 for a server that does not offer
         events (not of the stateless era, or without the extension), NotConnected,
         RequestTimeout."""
-        from .events.opening import list_events
         return list_events(self, self._bound(timeout, "list_events"))
 
     def events(self, name: str, arguments: dict | None = None, *, mode: str = "auto",
@@ -737,7 +737,6 @@ class McpServer:
         bounded by it too). Raises McpError (-32601 for a server without events, the
         server's refusal: -32023 an unknown event, -32026 a mode not offered, -32602 bad
         arguments), InvalidArgument, NotConnected, RequestTimeout."""
-        from .events.opening import open_events
         return open_events(self, self._connection, name, arguments, mode=mode, cursor=cursor,
                            max_age=max_age, poll_floor=poll_floor, heartbeat=heartbeat,
                            timeout=self._bound(timeout, "events"))

@@ -101,7 +101,10 @@ def open_events(server: Any, connection: Any, name: str, arguments: dict | None,
                         max_age_ms=max_age_ms)
     watcher = _Watcher(sub, loop)
     host.add(watcher)  # the server's stop ends the subscription
-    sub._on_close = lambda: (loop.stop(timeout), host.remove(watcher))
+    def on_close() -> None:
+        loop.stop(timeout)
+        host.remove(watcher)
+    sub._on_close = on_close
     try:
         loop.first() if mode == "poll" else loop.first(timeout)
     except BaseException:

@@ -109,8 +109,9 @@ class PushLoop:
         elif method == HEARTBEAT:
             sub.advance(params.get("cursor"))
         elif method == TERMINATED:
-            error = params.get("error") if isinstance(params.get("error"), dict) else {}
-            sub.end(f"the server ended the subscription: {error.get('message', 'terminated')}")
+            error = params.get("error")
+            said = error.get("message") if isinstance(error, dict) else None
+            sub.end(f"the server ended the subscription: {said or 'terminated'}")
             self._stop.set()
         self._activity.set()
 

@@ -105,8 +105,8 @@ class Webhooks:
             raise McpError(INVALID_PARAMS, "delivery must be an object with mode webhook")
         url = delivery.get("url")
         problem = url_problem(url, self.loopback)
-        if problem is not None:
-            raise McpError(INVALID_PARAMS, problem)
+        if problem is not None or not isinstance(url, str):
+            raise McpError(INVALID_PARAMS, problem or "delivery.url must be a string")
         try:
             key = secret_key(delivery.get("secret"))
         except ValueError as exc:
