@@ -17,7 +17,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import secrets
 import time
 from typing import Mapping
 
@@ -28,13 +27,6 @@ SIGNATURE = "webhook-signature"
 SUBSCRIPTION = "X-MCP-Subscription-Id"
 #: seconds a receiver accepts a delivery's timestamp away from its clock, by default
 TOLERANCE = 300
-
-
-def new_secret(size: int = 32) -> str:
-    """A fresh ``whsec_`` secret of ``size`` random bytes (24 to 64)."""
-    if not 24 <= size <= 64:
-        raise ValueError(f"size must be 24 to 64 bytes, not {size!r}")
-    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(size)).decode()
 
 
 def secret_key(secret: object) -> bytes:

@@ -4,10 +4,12 @@ child, by poll and by push: delivery, a stored cursor resumed, a cursor too old,
 dropped, a silent stream opened again, refusals, and nothing left running after close."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import textwrap
 import threading
 import time
+from typing import Iterator
 
 import pytest
 
@@ -44,6 +46,13 @@ def server(request, tools):
         with McpServer.in_process(tools, protocol="modern") as client:
             yield client
         return
+    with served_over_http(tools) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def served_over_http(tools: ToolServer) -> Iterator[McpServer]:
+    """A client of ``tools`` served by ``wsgi_app`` on a loopback port (the stateless era)."""
     app = wsgi_app(tools)
     serving = Serving(app).start()
     spec = config_of({"local": {"type": "http", "url": f"{serving.url}/mcp",

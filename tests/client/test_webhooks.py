@@ -11,8 +11,9 @@ import time
 
 import pytest
 import requests
+from client.test_events import served_over_http
 
-from raider_sync import McpError, McpServer, ToolServer
+from raider_sync import McpError, ToolServer
 from raider_sync.client.events import (
     WebhookRejected,
     WebhookSubscription,
@@ -21,10 +22,9 @@ from raider_sync.client.events import (
     webhook_app,
 )
 from raider_sync.protocol.webhooks import secret_key, signed_headers
-from raider_sync.serve.serving_http import wsgi_app
 from raider_sync.serve.wsgi_server import Serving
 
-from conftest import config_of, free_port
+from conftest import free_port
 
 WAIT = 30.0
 
@@ -42,16 +42,8 @@ def tools():
 
 @pytest.fixture
 def server(tools):
-    app = wsgi_app(tools)
-    serving = Serving(app).start()
-    spec = config_of({"local": {"type": "http", "url": f"{serving.url}/mcp",
-                                "protocol": "modern"}}).server("local")
-    try:
-        with McpServer(spec) as client:
-            yield client
-    finally:
-        app.close(2)
-        serving.stop(10)
+    with served_over_http(tools) as client:
+        yield client
 
 
 class Receiver:

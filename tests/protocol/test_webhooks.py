@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from raider_sync.client.events import new_secret
 from raider_sync.protocol.webhooks import (
-    new_secret,
     secret_key,
     signature,
     signature_problem,

@@ -8,10 +8,9 @@ experimental), the client's side; see docs/events.md.
 from __future__ import annotations
 
 from ...errors import WebhookRejected
-from ...protocol.webhooks import new_secret
 from .subscription import EventSubscription
 from .webhook_receiver import WebhookApp, verify_webhook, webhook_app
-from .webhook_subscription import WebhookSubscription
+from .webhook_subscription import WebhookSubscription, new_secret
 
 __all__ = ["EventSubscription", "WebhookApp", "WebhookRejected", "WebhookSubscription",
            "new_secret", "verify_webhook", "webhook_app"]

@@ -15,7 +15,9 @@ is made here unless given: give the same one to the receiving :func:`webhook_app
 """
 from __future__ import annotations
 
+import base64
 import logging
+import secrets
 import threading
 import time
 from datetime import datetime
@@ -23,7 +25,7 @@ from typing import Any
 
 from ...errors import InvalidArgument
 from ...protocol.events import SUBSCRIBE, UNSUBSCRIBE
-from ...protocol.webhooks import new_secret, secret_key
+from ...protocol.webhooks import SECRET_PREFIX, secret_key
 from ...threads.timeouts import seconds
 from .opening import check_offered
 
@@ -33,6 +35,14 @@ log = logging.getLogger("raider_sync.events.webhooks")
 REFRESH_AT = 0.75
 #: seconds before a failed refresh is tried again, at the least
 RETRY = 1.0
+
+
+def new_secret(size: int = 32) -> str:
+    """A fresh ``whsec_`` secret of ``size`` random bytes (24 to 64), from the operating
+    system's random source. Raises ValueError for another size."""
+    if not 24 <= size <= 64:
+        raise ValueError(f"size must be 24 to 64 bytes, not {size!r}")
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(size)).decode()
 
 
 def _seconds_left(refresh_before: Any) -> float | None:

@@ -13,26 +13,15 @@ are accepted. :meth:`Poster.post` blocks at most ``timeout`` seconds (connect an
 """
 from __future__ import annotations
 
-import ipaddress
 import threading
 from urllib.parse import urlsplit
 
 import requests
 
 from ...protocol.webhooks import signed_headers
+from ..rebinding import is_loopback
 
 GONE = "gone"
-
-
-def is_loopback_host(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def url_problem(url: object, loopback: bool) -> str | None:
@@ -46,7 +35,7 @@ def url_problem(url: object, loopback: bool) -> str | None:
         return "delivery.url must be an absolute URL with a host"
     if parts.scheme == "https":
         return None
-    if parts.scheme == "http" and loopback and is_loopback_host(parts.hostname):
+    if parts.scheme == "http" and loopback and is_loopback(parts.hostname):
         return None
     return "delivery.url must use https" + (" (or http to a loopback host)" if loopback else "")
 
