@@ -34,6 +34,7 @@ from .errors import (  # noqa: E402
     UnknownServer,
     UnknownTool,
     UnsupportedProtocol,
+    WebhookRejected,
 )
 from .serve.context import Context  # noqa: E402
 from .serve.resources import Resources  # noqa: E402
@@ -75,6 +76,7 @@ __all__ = [
     "UnknownServer",
     "UnknownTool",
     "UnsupportedProtocol",
+    "WebhookRejected",
     "__version__",
     "tool_name",
 ]

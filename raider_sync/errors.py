@@ -22,6 +22,7 @@
      |    +-- ToolTimeout                     ... a tools/call in particular
      +-- SubscriptionEnded                    a server.listen() stream ended; says how
      +-- SkillRejected                        a skill failed verification; nothing of it used
+     +-- WebhookRejected                      a webhook delivery failed its signature check
 
 Foreign errors (OSError, requests, JSON) are mapped to these where they cross into
 raider_sync, with ``raise ... from exc``.
@@ -224,6 +225,12 @@ def _tool_error_message(result: dict) -> str:
 class SubscriptionEnded(RaiderError):
     """The stream of a subscription (``McpServer.listen``) ended; the message says how.
     Nothing is replayed: listen again and fetch again."""
+
+
+class WebhookRejected(RaiderError):
+    """A webhook delivery that does not verify (``verify_webhook``): a missing header, a
+    timestamp too far from now, no signature that matches, a body that is not a JSON
+    object. The message says which; nothing of the delivery may be trusted."""
 
 
 class SkillRejected(RaiderError):

@@ -43,6 +43,7 @@ from .connection import Connection, Hooks
 from .content import default_max_output_tokens, limit_content, strip_private_meta, visible_resources
 from .eras import era_seam
 from .eras.era_seam import Era, EraHost, EraSettings
+from .events.opening import list_events, open_events
 from .filters import ToolFilter
 from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
@@ -710,6 +711,35 @@ class McpServer:
         SubscriptionEnded or RequestTimeout for one it ends, or does not acknowledge, first."""
         return self._asks.listen(tools=tools, prompts=prompts, resources=resources, uris=uris,
                                  timeout=timeout)
+
+    def list_events(self, *, timeout: float | None = None) -> list[dict]:
+        """The event types the server declares (``events/list``, every page; experimental:
+        the events extension is a draft, docs/events.md): ``name``, ``description``,
+        ``delivery``, ``inputSchema``, ``payloadSchema``. Blocks at most ``timeout`` s
+        (default the call timeout). Raises McpError -32601 for a server that does not offer
+        events (not of the stateless era, or without the extension), NotConnected,
+        RequestTimeout."""
+        return list_events(self, self._bound(timeout, "list_events"))
+
+    def events(self, name: str, arguments: dict | None = None, *, mode: str = "auto",
+               cursor: str | None = None, max_age: float | None = None,
+               poll_floor: float = 1.0, heartbeat: float = 30.0,
+               timeout: float | None = None):
+        """Subscribe to the event ``name`` with ``arguments`` (experimental, docs/events.md):
+        a running :class:`~raider_sync.client.events.EventSubscription` (context manager;
+        ``next(timeout)``, iteration, ``cursor``, ``truncated``, ``close()``). ``mode``:
+        "poll" (``events/poll`` on a thread, waiting what the server asks but at least
+        ``poll_floor`` s), "push" (an ``events/stream`` kept open, opened again from the
+        last cursor after ``2 * heartbeat`` s of silence) or "auto" (push where the event
+        offers it). ``cursor`` (a stored ``sub.cursor``) resumes after it; None starts now.
+        ``max_age`` (s) replays nothing older. Blocks for the first poll, or until the
+        stream is active, at most ``timeout`` s (default the call timeout; each poll is
+        bounded by it too). Raises McpError (-32601 for a server without events, the
+        server's refusal: -32023 an unknown event, -32026 a mode not offered, -32602 bad
+        arguments), InvalidArgument, NotConnected, RequestTimeout."""
+        return open_events(self, self._connection, name, arguments, mode=mode, cursor=cursor,
+                           max_age=max_age, poll_floor=poll_floor, heartbeat=heartbeat,
+                           timeout=self._bound(timeout, "events"))
 
     def request_f(self, method: str, params: dict | None = None, *,
                   timeout: float | None = None,

@@ -7,6 +7,7 @@
 - :mod:`.messages`: JSON-RPC messages: encoding, decoding, kinds, error answers
 - :mod:`.http_headers`: the stateless revision's per-message HTTP headers
 - :mod:`.sse_events`: the event-stream (SSE) framing, parsed and encoded
+- :mod:`.events`, :mod:`.webhooks`: the events extension (a draft) and its webhook signature
 
 Everything above imports from here or from these modules; nothing here imports from above.
 The names below are the ones ``raider_sync.protocol`` had as a single module.

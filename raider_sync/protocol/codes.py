@@ -32,3 +32,15 @@ REQUEST_CANCELLED = -32800
 
 #: the codes only a server of the stateless revision answers
 STATELESS_CODES = (HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION)
+
+# The events extension (io.modelcontextprotocol/events, a draft): its provisional codes
+#: events: an unknown event name, or no webhook subscription by that key (``data.kind``)
+EVENT_NOT_FOUND = -32023
+#: events: the caller may not subscribe to that event with those arguments
+EVENT_FORBIDDEN = -32024
+#: events: a server limit was reached (``data.limit``)
+EVENT_EXHAUSTED = -32025
+#: events: a well-formed request asks for what is not offered (``data.feature``)
+EVENT_UNSUPPORTED = -32026
+#: events: a webhook endpoint failed verification or could not be reached (``data.reason``)
+CALLBACK_ENDPOINT_ERROR = -32027

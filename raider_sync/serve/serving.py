@@ -24,6 +24,7 @@ from ..client.results import text_result
 from ..errors import McpError, ToolTimeout, UnknownTool
 from ..jsonrpc import MethodNotFound, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
+from ..protocol import events as events_wire
 from ..protocol.codes import INVALID_PARAMS
 from ..protocol.messages import valid_id
 from ..transports.stream import StreamTransport
@@ -252,6 +253,11 @@ class ToolServerAnswers:
             raise MethodNotFound(method)  # not part of the stateless revision (or not here)
         if method in TASK_METHODS:
             return self.tool_server.served_tasks.answer(method, params)
+        if method in events_wire.METHODS and self.tool_server.has_events:
+            if method == events_wire.STREAM:  # a stream its carrier holds open, not an answer
+                raise MethodNotFound(method)
+            return {"resultType": "complete",
+                    **self.tool_server.served_events.answer(method, params)}
         answers = None
         try:
             if method in ROUND_METHODS:  # the methods whose handlers may ask the client
@@ -295,6 +301,8 @@ class ToolServerAnswers:
             extensions.update(skills_served.capability())
         if modern and server.offers_tasks:
             extensions[TASKS_EXTENSION] = {}
+        if modern and server.has_events:
+            extensions[events_wire.EXTENSION] = {"listChanged": False}
         if extensions:
             capabilities["extensions"] = extensions
         return capabilities
@@ -372,6 +380,9 @@ class ServedSession(ToolServerAnswers):
         if method == "subscriptions/listen":
             check_envelope(params)
             return self._listen(params)
+        if method == events_wire.STREAM and self.tool_server.has_events:
+            check_envelope(params)
+            return self._events_stream(params)
         return self._answer_modern(method, params, notify=self.session.notify,
                                    request_id=request_id)
 
@@ -392,6 +403,23 @@ class ServedSession(ToolServerAnswers):
             self._listens[request_id] = (ended, ack["notifications"])
         self.session.notify("notifications/subscriptions/acknowledged", ack)
         ended.wait()
+        return listen_result(request_id)
+
+    def _events_stream(self, params: dict) -> dict:
+        """One events/stream: its notifications sent until the client cancels it (or goes
+        away). Blocks this handler thread meanwhile; kept among the listens, which is where
+        notifications/cancelled and the session's end reach it."""
+        request_id = self.session.current_request_id()
+        feed = self.tool_server.served_events.feed(params, request_id)  # McpError: refused
+        ended = threading.Event()
+        with self._listens_lock:
+            self._listens[request_id] = (ended, {})  # an empty filter: no list changes
+        try:
+            for message in feed.messages(ended.is_set):
+                self.session.notify(message["method"], message["params"])
+        finally:
+            with self._listens_lock:
+                self._listens.pop(request_id, None)
         return listen_result(request_id)
 
     def _progress_sender(self, token: Any):

@@ -65,6 +65,7 @@ from typing import Any, Callable, Iterable
 from ..client.eras.modern import META_LOG_LEVEL, MODERN_VERSIONS
 from ..errors import McpError
 from ..jsonrpc import MethodNotFound
+from ..protocol import events as events_wire
 from ..protocol.codes import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -85,6 +86,7 @@ from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
 from .context import Context
+from .events.feeds import sse_body
 from .http_sessions import HttpSession, Sessions
 from .questions import Questions
 from .rebinding import ANY, HostCheck, is_loopback
@@ -93,7 +95,7 @@ from .served import check_envelope, has_envelope, listen_ack, meta_version
 from .server_card import SUFFIX as CARD_SUFFIX
 from .server_card import answer_card
 from .serving import ToolServerAnswers, progress_params
-from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub
+from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub, sse_message
 
 log = logging.getLogger("raider_sync.serving_http")
 
@@ -278,6 +280,9 @@ class ToolServerApp:
                 if method == "subscriptions/listen":
                     return self._listen(environ, start_response, message["id"], params,
                                         streams)
+                if method == events_wire.STREAM and self.tool_server.has_events:
+                    return self._events_stream(environ, start_response, message["id"],
+                                               params, streams)
             token = (params.get("_meta") or {}).get("progressToken") \
                 if isinstance(params.get("_meta"), dict) else None
             if streams and (method == "tools/call" and token is not None
@@ -363,6 +368,25 @@ class ToolServerApp:
         first = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                  "params": ack}
         return stream.body([first], disconnected=environ.get("waitress.client_disconnected"))
+
+    def _events_stream(self, environ: dict, start_response: StartResponse, request_id: Any,
+                       params: dict, streams: bool) -> Iterable[bytes]:
+        """An ``events/stream`` (the events extension): a refused subscription is answered
+        with its error; else a long-lived stream (counted against ``max_streams``) of the
+        subscription's notifications, until the client goes or the app closes."""
+        check_envelope(params)
+        if not streams:
+            return _error(start_response, request_id, INVALID_REQUEST, "events/stream is "
+                          "answered with an event stream: Accept must list text/event-stream",
+                          status="406 Not Acceptable")
+        feed = self.tool_server.served_events.feed(params, request_id)
+        body = self.streams.hold(lambda: sse_body(
+            feed, sse_message, disconnected=environ.get("waitress.client_disconnected"),
+            closed=lambda: self.streams.closed))
+        if body is None:
+            return _busy(start_response, request_id)
+        start_response("200 OK", list(_SSE_HEADERS))
+        return body
 
     def _may_talk(self, method: str, params: dict, modern: bool) -> bool:
         """Whether the handler of a request takes a context, and so may send log messages

@@ -135,6 +135,11 @@ class StreamHub:
         tool_server.served_tasks.add_listener(self._task_changed)
 
     @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (long-lived streams fed elsewhere end then)."""
+        return self._closed
+
+    @property
     def count(self) -> int:
         """How many long-lived streams are open."""
         with self._lock:

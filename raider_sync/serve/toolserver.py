@@ -40,6 +40,7 @@ from ..threads.futures import failed, resolved, then, wait_bounded
 from ..threads.timeouts import seconds
 from .completions import Completer, complete, reference_key
 from .context import Context
+from .events import ServedEvents
 from .registry import (  # noqa: F401 - importable from here as before
     PROGRESS_PARAM,
     LocalPrompt,
@@ -110,6 +111,8 @@ class ToolServer:
         #: the tasks of the stateless era's clients (:mod:`.tasks`)
         self.served_tasks = ServedTasks(self.key, store=task_store, ttl=task_ttl,
                                         poll_interval=task_poll_interval, max_running=max_tasks)
+        #: the event types, their log and webhooks (the events extension, a draft: .events)
+        self.served_events = ServedEvents(self.key)
 
     def __repr__(self) -> str:
         return f"<ToolServer {self.name!r} tools={self.tool_names}>"
@@ -450,7 +453,9 @@ class ToolServer:
         join the handler pool, then call :attr:`on_close` (once): whoever closes the tool
         server (an McpHub it was mounted on) closes what stands behind it. Safe to call
         twice. Raises InvalidArgument for a timeout that is not a positive number."""
-        self.served_tasks.close(seconds(timeout, TASK_CLOSE_GRACE, method="ToolServer.close"))
+        grace = seconds(timeout, TASK_CLOSE_GRACE, method="ToolServer.close")
+        self.served_tasks.close(grace)
+        self.served_events.close(grace)
         first = self._calls.close()
         if first and self.on_close is not None:
             self.on_close()
@@ -480,6 +485,35 @@ class ToolServer:
     def remove_resource_listener(self, callback: Callable[[str], None]) -> None:
         if callback in self._resource_listeners:
             self._resource_listeners.remove(callback)
+
+    # -- events (the events extension, a draft: docs/events.md) ----------------------------
+
+    def event(self, name: str, *, description: str | None = None,
+              input_schema: dict | None = None, payload_schema: dict | None = None,
+              delivery=("poll", "push", "webhook")) -> None:
+        """Declare the event type ``name`` (experimental): ``events/list`` lists it, and a
+        client of the stateless era may poll it, stream it or (over HTTP) have it POSTed to
+        a webhook, as ``delivery`` allows. ``input_schema`` is the JSON schema of a
+        subscription's arguments, ``payload_schema`` that of the data published. Raises
+        InvalidArgument for an empty name, a schema that is not an object schema, or an
+        unknown delivery mode. Settings: ``served_events.configure(...)``."""
+        self.served_events.declare(name, description=description, input_schema=input_schema,
+                                   payload_schema=payload_schema, delivery=delivery)
+
+    def publish(self, name: str, data: Any, *, arguments_match=None,
+                event_id: str | None = None) -> str:
+        """Record an occurrence of the declared event ``name`` with ``data`` (experimental);
+        its eventId (``event_id``, else a new one) is returned. ``arguments_match`` says
+        which subscriptions get it: None all, a dict the values of the subscriptions'
+        filters (a subscription whose arguments name a key of it gets it only when the
+        values are equal), or ``callable(arguments) -> bool``. Does not block (webhook POSTs
+        go out on a worker thread). Raises InvalidArgument for an undeclared name."""
+        return self.served_events.publish(name, data, arguments_match, event_id).event_id
+
+    @property
+    def has_events(self) -> bool:
+        """Whether an event type is declared (the events extension is then advertised)."""
+        return len(self.served_events) > 0
 
     @property
     def offers_tasks(self) -> bool:

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...protocol.events import NOTIFICATIONS as EVENT_NOTIFICATIONS
 from ...threads.workers import Workers
 from .cache import ResultCache
 from .listen import ACKNOWLEDGED, KINDS, UPDATED, Subscription
@@ -87,10 +88,11 @@ class EraHost:
                 self._subs.remove(sub)
 
     def offer(self, method: str, params: dict) -> None:
-        """Hand a notification to the subscriptions it belongs to (on the notification
-        thread); a stateless listen's notification that came before its subscription was
-        registered is kept for it."""
-        if method != ACKNOWLEDGED and method not in KINDS and method != UPDATED:
+        """Hand a notification (of a listen, or of an events/stream) to the subscriptions it
+        belongs to (on the notification thread); a stateless listen's notification that came
+        before its subscription was registered is kept for it."""
+        if method != ACKNOWLEDGED and method not in KINDS and method != UPDATED \
+                and method not in EVENT_NOTIFICATIONS:
             return
         self.cache.notified(method, params)
         with self._lock:
