@@ -33,6 +33,7 @@ EVERYTHING_JS = os.path.join(PEERS, "node_modules", "@modelcontextprotocol", "se
                              "dist", "index.js")
 SDK_SERVER = os.path.join(PEERS, "sdk_server.py")
 FASTMCP_SERVER = os.path.join(PEERS, "fastmcp_server.py")
+FASTMCP_TASKS_SERVER = os.path.join(PEERS, "fastmcp_tasks_server.py")
 FAKE_SERVER = os.path.join(FAKES, "fake_server.py")
 LEAK_GRACE_SECONDS = 5.0
 

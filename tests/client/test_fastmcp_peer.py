@@ -2,7 +2,7 @@
 resources, prompts, elicitation (a server request in the handshake era, input_required
 rounds in the stateless one), list changes, and a modern-only server.
 
-FastMCP 4.1.6, like the official SDK 2.3.0, always serves both eras and has no option to
+FastMCP 4.1.4, like the official SDK 2.3.0, always serves both eras and has no option to
 serve the stateless revision alone; its public middleware can refuse ``initialize`` though
 (``--modern-only`` of the peer), which makes a modern-only server out of public parts. It
 serves no ``subscriptions/listen``: in the stateless era a change of its tool list reaches

@@ -15,7 +15,15 @@ import tempfile
 
 from raider_sync.config import ServerSpec
 
-from conftest import EVERYTHING_JS, FASTMCP_SERVER, SDK_SERVER, config_of, free_port, wait_for_port
+from conftest import (
+    EVERYTHING_JS,
+    FASTMCP_SERVER,
+    FASTMCP_TASKS_SERVER,
+    SDK_SERVER,
+    config_of,
+    free_port,
+    wait_for_port,
+)
 
 
 class HttpPeer:
@@ -43,6 +51,11 @@ class HttpPeer:
     @classmethod
     def fastmcp(cls, *flags: str) -> "HttpPeer":
         return cls([sys.executable, FASTMCP_SERVER, "http", "{port}", *flags], "/mcp")
+
+    @classmethod
+    def fastmcp_tasks(cls) -> "HttpPeer":
+        """FastMCP with fastmcp-tasks: a server of the tasks extension (SEP-2663)."""
+        return cls([sys.executable, FASTMCP_TASKS_SERVER, "http", "{port}"], "/mcp")
 
     @classmethod
     def sdk_sse(cls) -> "HttpPeer":

@@ -283,16 +283,17 @@ def messages(answer: requests.Response) -> list[dict]:
 class Mcp:
     """Just enough of a Streamable HTTP client on ``requests`` to drive a server by hand."""
 
-    def __init__(self, url: str, key: str = ALICE):
+    def __init__(self, url: str, key: str = ALICE, version: str = VERSION,
+                 capabilities: dict | None = None):
         self.url, self.session_id, self.http, self.next_id = url, None, requests.Session(), 1
-        self.key = key
+        self.key, self.version, self.capabilities = key, version, capabilities or {}
 
     def headers(self, **extra) -> dict:
         headers = {"Authorization": f"Bearer {self.key}", "Accept": ACCEPT,
                    "Content-Type": "application/json", **extra}
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
-            headers["Mcp-Protocol-Version"] = VERSION
+            headers["Mcp-Protocol-Version"] = self.version
         return headers
 
     def post(self, message: dict, **kw) -> requests.Response:
@@ -310,7 +311,7 @@ class Mcp:
 
     def initialize(self) -> dict:
         answer = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": VERSION, "capabilities": {},
+            "protocolVersion": self.version, "capabilities": self.capabilities,
             "clientInfo": {"name": "gateway-test", "version": "1"}}})
         assert answer.status_code == 200, answer.text
         self.session_id = answer.headers.get("Mcp-Session-Id")

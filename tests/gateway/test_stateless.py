@@ -60,3 +60,22 @@ def test_headers_that_disagree_with_the_body_are_refused(upstream, make_gateway)
     assert [(e["status"], e["rpc"], e["tool"]) for e in events] == [
         (400, "tools/call", "delete_all"), (400, "tools/call", "delete_all"),
         (200, "tools/call", "delete_all")]
+
+
+def test_a_stateless_request_without_its_headers_is_refused(upstream, make_gateway):
+    gw = make_gateway([{"name": "up", "url": f"{upstream.url}/echo"}])
+    call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+            "params": {"name": "delete_all", "arguments": {}, "_meta": META}}
+    base = {"Authorization": f"Bearer {ALICE}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"}
+    # stateless by its version header, or by its _meta alone: no header is no exemption
+    for headers in ({**base, "MCP-Protocol-Version": "2026-07-28"}, base):
+        answer = requests.post(f"{gw.url}/mcp/up", data=json.dumps(call), headers=headers,
+                               timeout=20)
+        assert answer.status_code == 400 and answer.json()["error"]["code"] == -32020
+    assert upstream.requests == []
+    legacy = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+              "params": {"name": "delete_all", "arguments": {}}}
+    relayed = requests.post(f"{gw.url}/mcp/up", data=json.dumps(legacy), timeout=20, headers={
+        **base, "MCP-Protocol-Version": "2025-11-25"})
+    assert relayed.status_code == 200 and len(upstream.requests) == 1, "the handshake era"
