@@ -1,7 +1,7 @@
 """make bench: every benchmark, raider_sync against the official SDK and FastMCP, in one run.
 
     python -m bench [--quick] [--profile] [stdio|callers|sizes|servers|modern|http|shell|gateway|
-                                           upstream|telemetry|ownwork|pinned|serving ...]
+                                           upstream|telemetry|ownwork|pinned|serving|coalesce ...]
 
 No leg named: all of them. ``--quick``: one round where a leg would take several (a smoke
 run of the harness; the figures are noisier). ``--profile``: the ownwork leg prints where
@@ -17,7 +17,7 @@ import traceback
 from . import common
 
 PARTS = ["stdio", "callers", "sizes", "servers", "modern", "http", "shell", "gateway", "upstream",
-         "telemetry", "ownwork", "pinned", "serving"]
+         "telemetry", "ownwork", "pinned", "serving", "coalesce"]
 FLAGS = {"--quick": "QUICK", "--profile": "PROFILE"}
 
 

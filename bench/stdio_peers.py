@@ -161,6 +161,7 @@ class SdkPeer(AsyncPeer):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 await session.list_tools()
+                self.session = session  # for legs that ask more than tools/call
 
                 async def call(tool: str, args: dict) -> str:
                     return (await session.call_tool(tool, args)).content[0].text

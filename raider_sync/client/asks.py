@@ -14,6 +14,7 @@ docs say.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from concurrent.futures import Future
@@ -25,6 +26,7 @@ from ..protocol import fetch_all_pages
 from ..threads.futures import Deadline, failed, resolved, run_in_thread, then, wait_bounded
 from . import skills
 from .calls import seconds, tool_arguments
+from .coalesce import Coalescer
 from .connection import Connection
 from .eras.era_seam import Era
 from .eras.stateless import StatelessEra
@@ -54,6 +56,9 @@ class Asks:
         self.log = log
         self._lock = threading.Lock()
         self._subscriptions: set[str] = set()
+        #: identical reads in flight (a resource, a prompt with its arguments) share one
+        #: request (see :mod:`.coalesce`)
+        self.reads = Coalescer()
 
     # -- sending -------------------------------------------------------------------------
 
@@ -103,15 +108,30 @@ class Asks:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {k: str(v) for k, v in arguments.items()}
-        return self.request_f("prompts/get", params, bound)
+        key = ("prompts/get", name, tuple(sorted(params.get("arguments", {}).items())))
+        return self.shared_read_f(key, bound, lambda: self.request_f("prompts/get", params,
+                                                                     bound))
 
     def read_resource_f(self, uri: str, timeout: Any, cache: str) -> Future:
         try:
             bound = self.bound(timeout, "read_resource_f")
         except RaiderError as exc:
             return failed(exc)
-        return then(self.request_f("resources/read", {"uri": uri}, bound, cache=cache),
-                    lambda result: list(result.get("contents") or []))
+
+        def read() -> Future:
+            return then(self.request_f("resources/read", {"uri": uri}, bound, cache=cache),
+                        lambda result: list(result.get("contents") or []))
+        if cache == "bypass":  # a read that must not be answered by one begun before it
+            return read()
+        return self.shared_read_f(("resources/read", uri), bound, read)
+
+    def shared_read_f(self, key: tuple, bound: float, send: Callable[[], Future]) -> Future:
+        """``send()``'s future, shared with the identical reads in flight (``key``), each
+        caller within its own ``bound`` s."""
+        return self.reads.request_f(
+            key, Deadline(bound), send, copy.deepcopy,
+            lambda: RequestTimeout(f"{key[0]} to {self.owner.name} timed out after "
+                                   f"{bound:g} s"))
 
     def list_skills_f(self, timeout: Any) -> Future:
         try:
