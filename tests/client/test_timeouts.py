@@ -156,6 +156,8 @@ RECIPES: dict[str, Callable[[World, Any], Any]] = {
     "McpServer.request": lambda w, t: w.server.request("ping", timeout=t),
     "McpServer.request_f": lambda w, t: w.server.request_f("ping", timeout=t),
     "McpServer.tool_budget": lambda w, t: w.server.tool_budget(t),
+    "McpServer.list_events": lambda w, t: w.server.list_events(timeout=t),
+    "McpServer.events": lambda w, t: w.server.events("ticks", timeout=t).close(),
     "McpHub.start": lambda w, t: w.hub.start(t),
     "McpHub.restart": lambda w, t: w.hub.restart("demo", t),
     "McpHub.tools": lambda w, t: w.hub.tools(t),
