@@ -183,6 +183,14 @@ class ServerSpec(BaseModel):
     disabled_tools: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, alias="disabledTools")
     protocol: Optional[str] = None
+    tasks: Any = None
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks_choice(cls, value: Any) -> Any:
+        if value is None or value == "auto" or isinstance(value, bool):
+            return value
+        raise ValueError('must be "auto", true or false')
 
     @field_validator("protocol")
     @classmethod
