@@ -172,7 +172,8 @@ class ModernConnection:
     def stamp(self, method: str, params: dict | None) -> dict:
         meta = params.get("_meta") if params else None
         if meta and NO_TASKS in meta:  # a call that must not become a task
-            params = {**params, "_meta": {k: v for k, v in meta.items() if k != NO_TASKS}}
+            params = {**(params or {}), "_meta": {k: v for k, v in meta.items()
+                                                  if k != NO_TASKS}}
             return stamp(params, {**self.meta, META_CAPABILITIES: without_tasks(
                 self.meta[META_CAPABILITIES])})
         return stamp(params, self.meta)

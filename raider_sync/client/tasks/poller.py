@@ -229,7 +229,9 @@ class TaskFollower:
                 self._finish(error=self._expiry())
                 return
             error = status.error or {}
-            code = error.get("code") if isinstance(error.get("code"), int) else INTERNAL_ERROR
+            code = error.get("code")
+            if not isinstance(code, int):
+                code = INTERNAL_ERROR
             message = error.get("message")
             if not isinstance(message, str):
                 message = status.status_message or "the task failed"
