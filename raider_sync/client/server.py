@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -484,14 +485,15 @@ class McpServer:
             bound = self._bound(timeout, "call_tool_f")
             idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
                                               "call_tool_f")
-            follow = self._follow_options(name, bound, idle, cap, task_timeout, on_status,
-                                          tasks, "call_tool_f")
+            mode = self._task_choices(task_timeout, tasks, "call_tool_f")
         except RaiderError as exc:
             future = TaskFuture()
             future.set_exception(exc)
             return future
-        return self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                 inline=False, idle=idle, cap=cap, follow=follow)
+        request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
+                                    inline=False, idle=idle, cap=cap, mode=mode)
+        return TaskFuture().attach(request, lambda future, created: self._follow_created(
+            future, created, name, bound, cap, idle, task_timeout, on_status))
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None,
@@ -509,32 +511,42 @@ class McpServer:
         bound = self._bound(timeout, "call_tool")
         idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
                                           "call_tool")
-        follow = self._follow_options(name, bound, idle, cap, task_timeout, on_status, tasks,
-                                      "call_tool")
-        future = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                   inline=True, idle=idle, cap=cap, follow=follow)
+        mode = self._task_choices(task_timeout, tasks, "call_tool")
+        value = self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
+                                             inline=True, idle=idle, cap=cap, mode=mode),
+                           bound if cap is None else bound + cap)  # a start, then the cap
+        if type(value) is not Created:
+            return value
+        future = TaskFuture()  # the call became a task: follow it here
+        follower = self._follow_created(future, value, name, bound, cap, idle, task_timeout,
+                                        on_status)
         try:
-            return future.wait_result(bound if cap is None else bound + cap)  # a start, then the cap
+            return future.wait_result(max(0.0, follower.deadline - time.monotonic()))
         except BaseException:
             if not future.done():
-                future.cancel()  # a request sends notifications/cancelled, a task tasks/cancel
+                future.cancel()  # tasks/cancel
             raise
 
-    def _follow_options(self, name: str, bound: float, idle: float | None, cap: float | None,
-                        task_timeout: Any, on_status: Any, tasks: Any,
-                        method: str) -> FollowOptions:
-        """How a call's task is followed (see :meth:`call_tool_f`); raises InvalidArgument
-        for a ``task_timeout`` or ``tasks`` that cannot be used."""
-        mode = self.tasks if tasks is None else _tasks_choice(tasks, f"McpServer.{method}")
+    def _task_choices(self, task_timeout: Any, tasks: Any, method: str) -> Any:
+        """The call's ``tasks`` choice (the server's when None); raises InvalidArgument for
+        a ``task_timeout`` or ``tasks`` that cannot be used."""
+        if task_timeout is not None:
+            seconds(task_timeout, 1.0, "task_timeout", f"McpServer.{method}")
+        return self.tasks if tasks is None else _tasks_choice(tasks, f"McpServer.{method}")
+
+    def _follow_created(self, future: TaskFuture, created: Created, name: str, bound: float,
+                        cap: float | None, idle: float | None, task_timeout: Any,
+                        on_status: Any) -> Any:
+        """Follow the task a call became (see :meth:`call_tool_f` for the bounds)."""
         if task_timeout is not None or self.task_timeout is not None:
-            task_bound = seconds(task_timeout, self.task_timeout or 1.0, "task_timeout",
-                                 f"McpServer.{method}")
+            task_bound = task_timeout if task_timeout is not None else self.task_timeout
             idle = None
         else:
             task_bound = cap if cap is not None else bound
-        return FollowOptions(tool=name, shape=_no_shape, mode=mode,
-                             on_status=on_status if on_status is not None else
-                             self.on_task_status, bound=task_bound, idle=idle)
+        options = FollowOptions(tool=name, shape=created.shape, bound=task_bound, idle=idle,
+                                on_status=on_status if on_status is not None
+                                else self.on_task_status)
+        return self._tasks.follow(future, created.wire, created.status, options)
 
     def _progress_bounds(self, bound: float, on_progress: ProgressCallback | None,
                          reset: bool | None, max_total: Any, method: str
@@ -556,21 +568,15 @@ class McpServer:
     def _call_tool_f(self, name: str, arguments: Any, bound: float,
                      on_progress: ProgressCallback | None, raise_on_error: bool | None,
                      inline: bool, idle: float | None = None,
-                     cap: float | None = None,
-                     follow: FollowOptions | None = None) -> TaskFuture:
-        """The call of :meth:`call_tool_f`; ``bound`` is the timeout already checked; with
+                     cap: float | None = None, mode: Any = "auto") -> Future:
+        """The request of :meth:`call_tool_f`; ``bound`` is the timeout already checked; with
         ``idle`` and ``cap``, the call's silence is bounded by ``idle`` (a start it waits for
-        by ``bound``) and the call by ``cap``; ``follow``: how a task it becomes is followed
-        (None: the server's defaults)."""
-        future = TaskFuture()
+        by ``bound``) and the call by ``cap``; ``mode`` the call's ``tasks`` choice. A future
+        of the ToolResult, or of a :class:`Created` when the server made the call a task."""
         try:
             arguments = tool_arguments(arguments, name)
-            if follow is None:
-                follow = self._follow_options(name, bound, idle, cap, None, None, None,
-                                              "call_tool_f")
         except RaiderError as exc:
-            future.set_exception(exc)
-            return future
+            return failed(exc)
         raising = self.raise_on_error if raise_on_error is None else raise_on_error
         catalog = self._catalog
 
@@ -593,12 +599,11 @@ class McpServer:
             wire = self._task_wire(era)
             if wire is not None:  # the call may become a task
                 params = wire.declare(params, catalog.listed(original) if wire.needs_tool
-                                      else None, follow.mode)
-                follow.shape = shape
+                                      else None, mode)
 
                 def transform(result: Any) -> Any:
                     created = wire.created(result)
-                    return shape(result) if created is None else Created(created, wire)
+                    return shape(result) if created is None else Created(created, wire, shape)
             return era.request_f(
                 "tools/call", params,
                 deadline=deadline, timeout_error=ToolTimeout,
@@ -608,10 +613,8 @@ class McpServer:
                 transform=transform,
                 inline=inline, wait=inline, **options)  # inline: call_tool waits next
 
-        return future.attach(self._connection.when_up_f(self, Deadline(bound), send, inline,
-                                                        ToolTimeout, "MCP tool call"),
-                             lambda future, created: self._tasks.follow(
-                                 future, created.wire, created.status, follow))
+        return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
+                                          "MCP tool call")
 
     def _task_wire(self, era: Era) -> Any:
         """The tasks wire of ``era``'s connection (None: its calls do not become tasks),
@@ -664,8 +667,7 @@ class McpServer:
                 raise InvalidArgument(f"handle must be a TaskHandle (TaskHandle.from_json), not "
                                       f"{type(handle).__name__}")
             bound = self._bound(timeout, method)
-            follow = self._follow_options(handle.tool or "", bound, None, None, task_timeout,
-                                          on_status, None, method)
+            self._task_choices(task_timeout, None, method)
             self._check_handle(handle, started=False)
         except RaiderError as exc:
             future.set_exception(exc)
@@ -676,7 +678,6 @@ class McpServer:
         def shape(result: Any) -> Any:
             return self._shape_result(result, tool, self._catalog.original_of(tool) or "",
                                       raising)
-        follow.shape = shape
         status = TaskStatus(handle.task_id, "working", created_at=handle.created_at,
                             ttl_ms=handle.ttl_ms, poll_interval_ms=handle.poll_interval_ms)
 
@@ -686,13 +687,20 @@ class McpServer:
                 wire = wire_named(handle.era, era.name, self._task_send, handle)
             except RaiderError as exc:
                 return failed(exc)
-            return resolved(Created(status, wire))
+            return resolved(Created(status, wire, shape))
+
+        def follow(future: TaskFuture, created: Created) -> None:
+            if task_timeout is not None or self.task_timeout is not None:
+                task_bound = task_timeout if task_timeout is not None else self.task_timeout
+            else:
+                task_bound = self.call_timeout
+            self._tasks.follow(future, created.wire, created.status, FollowOptions(
+                tool=tool, shape=shape, bound=task_bound, on_status=on_status
+                if on_status is not None else self.on_task_status), handle=handle,
+                announce=False)
 
         return future.attach(self._connection.when_up_f(self, Deadline(bound), send, False,
-                                                        ToolTimeout, "resuming a task"),
-                             lambda future, created: self._tasks.follow(
-                                 future, created.wire, created.status, follow, handle=handle,
-                                 announce=False))
+                                                        ToolTimeout, "resuming a task"), follow)
 
     def resume_task(self, handle: TaskHandle, *, timeout: float | None = None,
                     task_timeout: float | None = None,
@@ -969,10 +977,6 @@ def _tasks_choice(value: Any, method: str) -> Any:
     if isinstance(value, bool):
         return value
     raise InvalidArgument(f'tasks of {method} must be "auto", True or False, not {value!r}')
-
-
-def _no_shape(result: dict) -> dict:
-    return result
 
 
 def _ignore_progress(progress: float, total: float | None, message: str | None) -> None:

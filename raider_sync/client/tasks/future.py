@@ -28,13 +28,14 @@ from .records import TaskStatus
 
 class Created:
     """What a tools/call's request future holds when the server made the call a task: the
-    task as created and the wire it speaks (the TaskFuture then follows it)."""
+    task as created, the wire it speaks and ``shape`` (its result as the call's result)."""
 
-    __slots__ = ("status", "wire")
+    __slots__ = ("status", "wire", "shape")
 
-    def __init__(self, status: TaskStatus, wire: Any):
+    def __init__(self, status: TaskStatus, wire: Any, shape: Any):
         self.status = status
         self.wire = wire
+        self.shape = shape
 
 
 class TaskFuture(Future):

@@ -56,15 +56,13 @@ class FollowOptions:
     """How one call's task is followed: ``tool`` (its name as called), ``shape`` (the
     completed result as the call's result: ToolResult, ToolError when raising),
     ``on_status(TaskStatus)``, ``bound`` (s: how long the task is waited for), ``idle``
-    (s, or None: a change of the task starts that wait anew, ``bound`` capping it) and
-    ``mode`` (the call's ``tasks`` choice: "auto", True, False)."""
+    (s, or None: a change of the task starts that wait anew, ``bound`` capping it)."""
 
     tool: str | None
     shape: Callable[[dict], Any]
     on_status: Callable[[TaskStatus], None] | None
     bound: float
     idle: float | None = None
-    mode: Any = "auto"
 
 
 class TaskTracker:
