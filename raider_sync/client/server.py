@@ -538,8 +538,9 @@ class McpServer:
                         cap: float | None, idle: float | None, task_timeout: Any,
                         on_status: Any) -> Any:
         """Follow the task a call became (see :meth:`call_tool_f` for the bounds)."""
+        task_bound: float
         if task_timeout is not None or self.task_timeout is not None:
-            task_bound = task_timeout if task_timeout is not None else self.task_timeout
+            task_bound = task_timeout if task_timeout is not None else self.task_timeout or 0.0
             idle = None
         else:
             task_bound = cap if cap is not None else bound
@@ -690,8 +691,9 @@ class McpServer:
             return resolved(Created(status, wire, shape))
 
         def follow(future: TaskFuture, created: Created) -> None:
+            task_bound: float
             if task_timeout is not None or self.task_timeout is not None:
-                task_bound = task_timeout if task_timeout is not None else self.task_timeout
+                task_bound = task_timeout if task_timeout is not None else self.task_timeout or 0.0
             else:
                 task_bound = self.call_timeout
             self._tasks.follow(future, created.wire, created.status, FollowOptions(
