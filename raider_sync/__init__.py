@@ -11,6 +11,7 @@ from .client.budget import ToolBudget  # noqa: E402
 from .client.hub import McpHub, ReloadResult  # noqa: E402
 from .client.results import ToolResult  # noqa: E402
 from .client.server import McpServer  # noqa: E402
+from .client.tasks import TaskFuture, TaskHandle, TaskStatus  # noqa: E402
 from .client.telemetry import Telemetry  # noqa: E402
 from .config import McpConfig, RestartPolicy, ServerSpec, tool_name  # noqa: E402
 from .errors import (  # noqa: E402
@@ -28,6 +29,12 @@ from .errors import (  # noqa: E402
     SkillRejected,
     StructuredContentError,
     SubscriptionEnded,
+    TaskCancelled,
+    TaskDetached,
+    TaskError,
+    TaskExpired,
+    TaskFailed,
+    TaskNotResumable,
     ToolError,
     ToolTimeout,
     TransportError,
@@ -65,6 +72,15 @@ __all__ = [
     "SkillRejected",
     "StructuredContentError",
     "SubscriptionEnded",
+    "TaskCancelled",
+    "TaskDetached",
+    "TaskError",
+    "TaskExpired",
+    "TaskFailed",
+    "TaskFuture",
+    "TaskHandle",
+    "TaskNotResumable",
+    "TaskStatus",
     "Tasks",
     "Telemetry",
     "ToolBudget",

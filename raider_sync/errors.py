@@ -5,6 +5,12 @@
  +-- InvalidArgument (also ValueError)    a call's argument that cannot be used, named
      +-- McpError                             a JSON-RPC error answer: code, message, data
      |    +-- UnsupportedProtocol             no revision in common, or not the one pinned
+     |    +-- TaskError                       a tool call's task did not give a result: .handle
+     |         +-- TaskFailed                 ... it ended failed: its error's code/message/data
+     |         +-- TaskCancelled              ... it ended cancelled, not by this caller
+     |         +-- TaskExpired                ... its time to live passed, or the server forgot it
+     |         +-- TaskNotResumable           ... its handle cannot be followed here (says why)
+     |         +-- TaskDetached               ... the caller (or a stop) let go of it
      +-- NotConnected                         the server is not (or no longer) connected
      +-- UnknownTool (also LookupError)       no tool of that name
      +-- UnknownServer (also LookupError)     no configured server of that name
@@ -80,6 +86,41 @@ class UnsupportedProtocol(McpError):
         """The revisions the server named as its own, or None when it named none."""
         offered = self.data.get("supported") if isinstance(self.data, dict) else None
         return list(offered) if isinstance(offered, list) else None
+
+
+class TaskError(McpError):
+    """A tool call became a task, and the task gave no result. ``handle`` is the task's
+    :class:`~raider_sync.client.tasks.TaskHandle` (None when the task never began), enough to
+    look at it again with ``resume_task``."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, handle: Any = None):
+        super().__init__(code, message, data)
+        self.handle = handle
+
+
+class TaskFailed(TaskError):
+    """The task ended ``failed``: ``code``, ``message`` and ``data`` are its error's."""
+
+
+class TaskCancelled(TaskError):
+    """The task ended ``cancelled`` without this caller cancelling it (the server, or another
+    client holding its id)."""
+
+
+class TaskExpired(TaskError):
+    """The task's time to live passed (``createdAt + ttlMs``), or the server no longer knows
+    its id (-32602 on ``tasks/get``)."""
+
+
+class TaskNotResumable(TaskError):
+    """A handle that cannot be followed by this server: a stdio server's task outside the
+    server process that ran it, another server's task, a wire this client cannot speak. The
+    message says which."""
+
+
+class TaskDetached(TaskError):
+    """The future stopped following its task (``detach()``, or the server's ``stop()``); the
+    task runs on, and ``handle`` resumes it."""
 
 
 class NotConnected(RaiderError):
@@ -187,7 +228,11 @@ class RequestTimeout(RaiderError, TimeoutError):
 
 
 class ToolTimeout(RequestTimeout):
-    """A tools/call was not answered in time; it has been cancelled."""
+    """A tools/call was not answered in time; it has been cancelled. ``handle`` is the
+    task's :class:`~raider_sync.client.tasks.TaskHandle` when the call had become a task
+    (``tasks/cancel`` was sent), else None."""
+
+    handle: Any = None
 
 
 class ToolError(RaiderError):

@@ -64,6 +64,12 @@ class Catalog:
             return name
         return original
 
+    def listed(self, original: str) -> dict | None:
+        """The listing of the tool named ``original`` on the server (prefixed name), or None."""
+        with self._lock:
+            tools, names = self.tools, self.original
+        return next((t for t in tools if names.get(t["name"]) == original), None)
+
     def tools_f(self) -> Future:
         """A future of copies of the tools, after the re-list under way (if any)."""
         return then(self._tools_future, lambda _: copy.deepcopy(self.tools))

@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..config import McpConfig, ServerSpec, find_named
-from ..errors import UnknownServer
+from ..errors import InvalidArgument, RaiderError, UnknownServer
 from ..threads.futures import all_done, failed, then
 from . import hub_reload
 from .budget import ToolBudget, budget_of
@@ -248,29 +248,57 @@ class McpHub:
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None, on_progress=None,
                     raise_on_error: bool | None = None, reset_on_progress: bool | None = None,
-                    max_total: float | None = None) -> Future:
+                    max_total: float | None = None, task_timeout: float | None = None,
+                    on_status: Any = None, tasks: Any = None) -> Future:
         """Call tool ``name`` on the server that offers it; a future of the result dict.
         Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`);
         with ToolError for an error result when ``raise_on_error`` (default: the hub's
         option) is true. ``timeout`` (s) defaults to that server's call timeout. A call a
         reload's replaced client refuses goes to the server now in its place, within what
-        is left of ``timeout``. ``reset_on_progress`` and ``max_total`` are the server's
-        :meth:`McpServer.call_tool_f`'s (a mounted ToolServer's calls take neither)."""
+        is left of ``timeout``. ``reset_on_progress``, ``max_total``, ``task_timeout``,
+        ``on_status`` and ``tasks`` are the server's :meth:`McpServer.call_tool_f`'s (a
+        mounted ToolServer's calls take none of them); a server's call returns a
+        :class:`~raider_sync.TaskFuture`."""
         return self._router.call_tool_f(name, arguments, timeout=timeout,
                                         on_progress=on_progress, raise_on_error=raise_on_error,
                                         reset_on_progress=reset_on_progress,
-                                        max_total=max_total)
+                                        max_total=max_total, task_timeout=task_timeout,
+                                        on_status=on_status, tasks=tasks)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
                   raise_on_error: bool | None = None, reset_on_progress: bool | None = None,
-                  max_total: float | None = None) -> ToolResult:
+                  max_total: float | None = None, task_timeout: float | None = None,
+                  on_status: Any = None, tasks: Any = None) -> ToolResult:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
         return self._router.call_tool(name, arguments, timeout=timeout,
                                       on_progress=on_progress, raise_on_error=raise_on_error,
-                                      reset_on_progress=reset_on_progress, max_total=max_total)
+                                      reset_on_progress=reset_on_progress, max_total=max_total,
+                                      task_timeout=task_timeout, on_status=on_status,
+                                      tasks=tasks)
+
+    def resume_task_f(self, handle: Any, **options: Any) -> Future:
+        """:meth:`McpServer.resume_task_f` on the client whose key ``handle.server`` names
+        (a failed future of UnknownServer when there is none)."""
+        try:
+            client = self._task_client(handle)
+        except RaiderError as exc:
+            return failed(exc)
+        return client.resume_task_f(handle, **options)
+
+    def resume_task(self, handle: Any, **options: Any) -> ToolResult:
+        """:meth:`McpServer.resume_task` on the client whose key ``handle.server`` names.
+        Raises UnknownServer when there is none, else as that method."""
+        return self._task_client(handle).resume_task(handle, **options)
+
+    def _task_client(self, handle: Any) -> McpServer:
+        server = getattr(handle, "server", None)
+        if not isinstance(server, str):
+            raise InvalidArgument(f"handle must be a TaskHandle (TaskHandle.from_json), not "
+                                  f"{type(handle).__name__}")
+        return self.client(server)
 
     # -- reload and stop -----------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from .calls import seconds, tool_arguments, unknown_tool_message
 from .lifecycle import UP
 from .results import ToolResult
 from .server import McpServer
+from .tasks import TaskFuture
 
 
 class Router:
@@ -112,8 +113,10 @@ class Router:
                     send: Callable[[Any, float], Future]) -> Future:
         """``future``, or, once it fails with NotConnected from a client a reload replaced,
         ``send(new_target, seconds_left)`` (see :meth:`call_tool`); no thread of its own."""
-        outer: Future = Future()
+        outer = TaskFuture()  # mirrors the server's TaskFuture: its task, detach, poll
         current = [future]
+        if isinstance(future, TaskFuture):
+            outer.relay(future)
 
         def settled(done: Future, target: Any) -> None:
             error = None if done.cancelled() else done.exception()
@@ -121,6 +124,8 @@ class Router:
                 try:
                     target = self.route(name)
                     current[0] = again = send(target, _left(deadline, name))
+                    if isinstance(again, TaskFuture):
+                        outer.relay(again)
                 except RaiderError as exc:
                     settle(outer, error=exc)
                     return
@@ -172,9 +177,11 @@ def _or_default(timeout: float | None, target: McpServer) -> float:
 
 
 def _deadlines(target: Any, deadlines: dict) -> dict:
-    """``reset_on_progress`` and ``max_total`` for a server's call (see
-    :meth:`McpServer.call_tool_f`); a mounted object is not given them."""
-    unknown = set(deadlines) - {"reset_on_progress", "max_total"}
+    """``reset_on_progress``, ``max_total`` and the task options (``task_timeout``,
+    ``on_status``, ``tasks``) for a server's call (see :meth:`McpServer.call_tool_f`); a
+    mounted object is not given them."""
+    unknown = set(deadlines) - {"reset_on_progress", "max_total", "task_timeout", "on_status",
+                                "tasks"}
     if unknown:
         raise TypeError(f"call_tool() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
     return {k: v for k, v in deadlines.items() if v is not None} if isinstance(

@@ -22,12 +22,22 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
+import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
 from .._version import __version__
 from ..config import RestartPolicy, ServerSpec
-from ..errors import ConfigError, McpError, RaiderError, ToolTimeout, UnknownTool
+from ..errors import (
+    ConfigError,
+    InvalidArgument,
+    McpError,
+    RaiderError,
+    TaskNotResumable,
+    ToolTimeout,
+    UnknownTool,
+)
 from ..jsonrpc import INTERNAL_ERROR, ProgressCallback, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
 from ..threads.futures import Deadline, failed, resolved, run_in_thread, wait_bounded
@@ -49,6 +59,8 @@ from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
 from .results import ToolResult
 from .surface import LogCallback, ResourceCallback
+from .tasks import Created, FollowOptions, TaskFuture, TaskHandle, TaskStatus, TaskTracker
+from .tasks.choice import wire_for, wire_named
 
 #: the default cap of a call whose clock progress resets: the greater of its timeout and this
 DEFAULT_MAX_TOTAL = 3600.0
@@ -75,7 +87,10 @@ class McpServer:
     ``protocol``, ``probe_timeout`` and ``max_input_rounds`` (see :mod:`raider_sync.client.eras`).
     ``restart`` (a :class:`RestartPolicy`, its dict, or True for the defaults; default the
     spec's ``restart``) restarts a crashed server on the next call. ``reset_on_progress`` and
-    ``max_total`` are the defaults of :meth:`call_tool_f`'s.
+    ``max_total`` are the defaults of :meth:`call_tool_f`'s, and so are ``task_timeout``
+    and ``on_task_status`` (its ``on_status``); ``tasks`` ("auto", the default, or the
+    spec's ``tasks``; True; False: no call becomes a task) is whether calls may become
+    tasks (see :mod:`raider_sync.client.tasks` and docs/tasks.md).
     Thread-safe: any number of threads may call one server.
     """
 
@@ -96,7 +111,9 @@ class McpServer:
                  on_resource_updated: ResourceCallback | None = None, telemetry: Any = None,
                  protocol: str | None = None, probe_timeout: float = era_seam.PROBE_TIMEOUT,
                  max_input_rounds: int = era_seam.MAX_INPUT_ROUNDS,
-                 reset_on_progress: bool | None = None, max_total: float | None = None):
+                 reset_on_progress: bool | None = None, max_total: float | None = None,
+                 tasks: Any = None, task_timeout: float | None = None,
+                 on_task_status: Callable[[TaskStatus], None] | None = None):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -132,12 +149,17 @@ class McpServer:
         self.reset_on_progress = reset_on_progress
         self.max_total = (None if max_total is None else
                           seconds(max_total, DEFAULT_MAX_TOTAL, "max_total", "McpServer"))
+        self.tasks = _tasks_choice(spec.tasks if tasks is None else tasks, "McpServer")
+        self.task_timeout = (None if task_timeout is None else
+                             seconds(task_timeout, 1.0, "task_timeout", "McpServer"))
+        self.on_task_status = on_task_status
         self.warnings: list[str] = []
         self._learn(None)  # era, protocol_version, capabilities, server_info, instructions
         self._host = EraHost(
             EraSettings(self.name, self.key, self.transport, self.fingerprint, self.protocol,
                         probe_timeout, max_input_rounds, self.client_info,
-                        self.client_handlers.declared, self.client_handlers.handle, self.log),
+                        self.client_handlers.declared, self.client_handlers.handle, self.log,
+                        tasks=self.tasks),
             relist=lambda seconds: self._catalog.fetch_tools(seconds),
             lists_changed=self._lists_changed,
             is_up=lambda: self.status in UP)
@@ -161,6 +183,10 @@ class McpServer:
                                   if self.telemetry is not None else None)))
         self._asks = Asks(self, connection=self._connection, bound=self._bound, wait=self._wait,
                           log=self.log)
+        self._tasks = TaskTracker(send=self._task_send, answer=self.client_handlers.handle,
+                                  pool=self._host.pool, identity=self._task_identity,
+                                  request_timeout=lambda: self.call_timeout, name=self.name)
+        self._wire: tuple[Any, Any] = (None, None)  # (era, its tasks wire): chosen once per era
         live.add(self)
 
     def __repr__(self) -> str:
@@ -297,6 +323,7 @@ class McpServer:
         stopped server's ``reason`` and is said by the ConnectionClosed of a call still
         unanswered. Raises InvalidArgument for a negative ``drain``."""
         drain = poll_seconds(drain, "drain", "McpServer.stop") or 0.0  # 0: no drain
+        self._tasks.close()  # the tasks run on: their futures fail with TaskDetached
         if drain:
             self._connection.drain(reason or "stopped by the client", drain)
         self._connection.shutdown(grace=True, reason=reason)
@@ -313,9 +340,11 @@ class McpServer:
         """A stopped server starts again: its own parts come back."""
         self._catalog.reopen()
         self._host.reopen()
+        self._tasks.reopen()
         live.add(self)
 
     def _stopped(self) -> None:
+        self._tasks.close()
         self._catalog.close()
         self._host.close()
         live.discard(self)
@@ -419,10 +448,12 @@ class McpServer:
                     on_progress: ProgressCallback | None = None,
                     raise_on_error: bool | None = None,
                     reset_on_progress: bool | None = None,
-                    max_total: float | None = None) -> Future:
-        """Call a tool by its prefixed (or original) name; a future of the result, a
-        :class:`~raider_sync.ToolResult` (a dict). Returns at once: the request is sent on a
-        thread of the session.
+                    max_total: float | None = None, task_timeout: float | None = None,
+                    on_status: Callable[[TaskStatus], None] | None = None,
+                    tasks: Any = None) -> TaskFuture:
+        """Call a tool by its prefixed (or original) name; a :class:`~raider_sync.TaskFuture`
+        of the result, a :class:`~raider_sync.ToolResult` (a dict). Returns at once: the
+        request is sent on a thread of the session.
 
         ``arguments``: a dict, or a JSON string of an object (as model APIs give them).
         The future fails with InvalidArgument (other arguments, a timeout that is not
@@ -441,32 +472,83 @@ class McpServer:
         progress notification starts it anew, and ``max_total`` s (default: the server's,
         else the greater of ``timeout`` and an hour) bound the whole call, progress or not.
         The ToolTimeout's ``kind`` says which passed ("idle" or "total").
+
+        Tasks: a server may answer the call with a task (see docs/tasks.md); the future then
+        follows it. ``timeout`` bounds the call until the server answered it, ``task_timeout``
+        (s; default the server's, else the same rule as ``timeout``'s, from the task's
+        creation; each change of the task counts as progress) the wait for the task after
+        (then ``tasks/cancel``, and ToolTimeout with its ``handle``). ``on_status(status)``
+        hears of each change of the task (default the server's ``on_task_status``).
+        ``tasks`` ("auto", True, False; default the server's) whether the call may become a
+        task. The future fails with TaskFailed, TaskCancelled, TaskExpired or TaskDetached.
         """
         try:
             bound = self._bound(timeout, "call_tool_f")
             idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
                                               "call_tool_f")
+            mode = self._task_choices(task_timeout, tasks, "call_tool_f")
         except RaiderError as exc:
-            return failed(exc)
-        return self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                 inline=False, idle=idle, cap=cap)
+            future = TaskFuture()
+            future.set_exception(exc)
+            return future
+        request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
+                                    inline=False, idle=idle, cap=cap, mode=mode)
+        return TaskFuture().attach(request, lambda future, created: self._follow_created(
+            future, created, name, bound, cap, idle, task_timeout, on_status))
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None,
                   on_progress: ProgressCallback | None = None,
                   raise_on_error: bool | None = None,
                   reset_on_progress: bool | None = None,
-                  max_total: float | None = None) -> dict:
+                  max_total: float | None = None, task_timeout: float | None = None,
+                  on_status: Callable[[TaskStatus], None] | None = None,
+                  tasks: Any = None) -> dict:
         """Blocking :meth:`call_tool_f`: the result dict, or the future's exception raised
-        (the request is sent on this thread). An interrupt (KeyboardInterrupt) while it
-        waits cancels the call on the server (``notifications/cancelled``) and propagates;
-        the server stays usable."""
+        (the request is sent on this thread). A call that becomes a task blocks until the
+        task ends (or ``task_timeout``). An interrupt (KeyboardInterrupt) while it waits
+        cancels the call on the server (``notifications/cancelled``, or ``tasks/cancel``) and
+        propagates; the server stays usable."""
         bound = self._bound(timeout, "call_tool")
         idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
                                           "call_tool")
-        return self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                            inline=True, idle=idle, cap=cap),
-                          bound if cap is None else bound + cap)  # a start, then the cap
+        mode = self._task_choices(task_timeout, tasks, "call_tool")
+        value = self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
+                                             inline=True, idle=idle, cap=cap, mode=mode),
+                           bound if cap is None else bound + cap)  # a start, then the cap
+        if type(value) is not Created:
+            return value
+        future = TaskFuture()  # the call became a task: follow it here
+        follower = self._follow_created(future, value, name, bound, cap, idle, task_timeout,
+                                        on_status)
+        try:
+            return future.wait_result(max(0.0, follower.deadline - time.monotonic()))
+        except BaseException:
+            if not future.done():
+                future.cancel()  # tasks/cancel
+            raise
+
+    def _task_choices(self, task_timeout: Any, tasks: Any, method: str) -> Any:
+        """The call's ``tasks`` choice (the server's when None); raises InvalidArgument for
+        a ``task_timeout`` or ``tasks`` that cannot be used."""
+        if task_timeout is not None:
+            seconds(task_timeout, 1.0, "task_timeout", f"McpServer.{method}")
+        return self.tasks if tasks is None else _tasks_choice(tasks, f"McpServer.{method}")
+
+    def _follow_created(self, future: TaskFuture, created: Created, name: str, bound: float,
+                        cap: float | None, idle: float | None, task_timeout: Any,
+                        on_status: Any) -> Any:
+        """Follow the task a call became (see :meth:`call_tool_f` for the bounds)."""
+        task_bound: float
+        if task_timeout is not None or self.task_timeout is not None:
+            task_bound = task_timeout if task_timeout is not None else self.task_timeout or 0.0
+            idle = None
+        else:
+            task_bound = cap if cap is not None else bound
+        options = FollowOptions(tool=name, shape=created.shape, bound=task_bound, idle=idle,
+                                on_status=on_status if on_status is not None
+                                else self.on_task_status)
+        return self._tasks.follow(future, created.wire, created.status, options)
 
     def _progress_bounds(self, bound: float, on_progress: ProgressCallback | None,
                          reset: bool | None, max_total: Any, method: str
@@ -488,10 +570,11 @@ class McpServer:
     def _call_tool_f(self, name: str, arguments: Any, bound: float,
                      on_progress: ProgressCallback | None, raise_on_error: bool | None,
                      inline: bool, idle: float | None = None,
-                     cap: float | None = None) -> Future:
-        """The call of :meth:`call_tool_f`; ``bound`` is the timeout already checked; with
+                     cap: float | None = None, mode: Any = "auto") -> Future:
+        """The request of :meth:`call_tool_f`; ``bound`` is the timeout already checked; with
         ``idle`` and ``cap``, the call's silence is bounded by ``idle`` (a start it waits for
-        by ``bound``) and the call by ``cap``."""
+        by ``bound``) and the call by ``cap``; ``mode`` the call's ``tasks`` choice. A future
+        of the ToolResult, or of a :class:`Created` when the server made the call a task."""
         try:
             arguments = tool_arguments(arguments, name)
         except RaiderError as exc:
@@ -509,17 +592,154 @@ class McpServer:
             if idle is not None and cap is not None:  # silence bounded, the whole call capped
                 deadline, total = Deadline(cap), cap
                 options["idle"] = idle
+            params: dict[str, Any] = {"name": original, "arguments": arguments}
+
+            def shape(result: Any) -> Any:
+                return self._shape_result(result, name, original, raising)
+
+            transform: Callable[[Any], Any] = shape
+            wire = self._task_wire(era)
+            if wire is not None:  # the call may become a task
+                params = wire.declare(params, catalog.listed(original) if wire.needs_tool
+                                      else None, mode)
+
+                def transform(result: Any) -> Any:
+                    created = wire.created(result)
+                    return shape(result) if created is None else Created(created, wire, shape)
             return era.request_f(
-                "tools/call", {"name": original, "arguments": arguments},
+                "tools/call", params,
                 deadline=deadline, timeout_error=ToolTimeout,
                 on_progress=on_progress if on_progress is not None or idle is None
                 else _ignore_progress,  # asked for all the same: progress resets the clock
                 timeout_message=f"MCP tool call timed out after {total:g} s",
-                transform=lambda result: self._shape_result(result, name, original, raising),
+                transform=transform,
                 inline=inline, wait=inline, **options)  # inline: call_tool waits next
 
         return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
                                           "MCP tool call")
+
+    def _task_wire(self, era: Era) -> Any:
+        """The tasks wire of ``era``'s connection (None: its calls do not become tasks),
+        chosen once per connection (:func:`~raider_sync.client.tasks.choice.wire_for`)."""
+        held, wire = self._wire
+        if held is not era:
+            wire = wire_for(era.name, self.capabilities, self._task_send)
+            self._wire = (era, wire)
+        return wire
+
+    def _task_send(self, method: str, params: dict, deadline: Deadline,
+                   **options: Any) -> Future:
+        """A tasks/* request on the one request path, within ``deadline``."""
+        return self._asks.request_f(method, params, max(deadline.left(), 0.001), **options)
+
+    def _task_identity(self) -> dict:
+        """What a TaskHandle says of this server: never headers, environment or tokens."""
+        return {"server": self.key, "fingerprint": self._task_fingerprint(),
+                "transport": self.transport, "instance": self._task_instance(),
+                "protocol_version": self.protocol_version}
+
+    def _task_fingerprint(self) -> str:
+        spec = self.spec
+        if self.transport in ("http", "sse"):
+            return str(spec.url)
+        if spec.command:
+            return shlex.join([spec.command, *spec.args])
+        return f"{self.transport}:{self.name}"
+
+    def _task_instance(self) -> int | None:
+        """The process a task lives in, when it lives in one: a stdio server's pid; this
+        process for one served in it; None over HTTP (any client may follow the task)."""
+        if self.transport in ("http", "sse"):
+            return None
+        return self.pid if self.transport == "stdio" else os.getpid()
+
+    def resume_task_f(self, handle: TaskHandle, *, timeout: float | None = None,
+                      task_timeout: float | None = None,
+                      on_status: Callable[[TaskStatus], None] | None = None,
+                      raise_on_error: bool | None = None) -> TaskFuture:
+        """Follow again the task ``handle`` names (see :meth:`resume_task`); returns at once."""
+        return self._resume_task_f(handle, timeout, task_timeout, on_status, raise_on_error,
+                                   "resume_task_f")
+
+    def _resume_task_f(self, handle: TaskHandle, timeout: Any, task_timeout: Any,
+                       on_status: Any, raise_on_error: bool | None, method: str) -> TaskFuture:
+        future = TaskFuture()
+        try:
+            if not isinstance(handle, TaskHandle):
+                raise InvalidArgument(f"handle must be a TaskHandle (TaskHandle.from_json), not "
+                                      f"{type(handle).__name__}")
+            bound = self._bound(timeout, method)
+            self._task_choices(task_timeout, None, method)
+            self._check_handle(handle, started=False)
+        except RaiderError as exc:
+            future.set_exception(exc)
+            return future
+        raising = self.raise_on_error if raise_on_error is None else raise_on_error
+        tool = handle.tool or ""
+
+        def shape(result: Any) -> Any:
+            return self._shape_result(result, tool, self._catalog.original_of(tool) or "",
+                                      raising)
+        status = TaskStatus(handle.task_id, "working", created_at=handle.created_at,
+                            ttl_ms=handle.ttl_ms, poll_interval_ms=handle.poll_interval_ms)
+
+        def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
+            try:
+                self._check_handle(handle, started=True)
+                wire = wire_named(handle.era, era.name, self._task_send, handle)
+            except RaiderError as exc:
+                return failed(exc)
+            return resolved(Created(status, wire, shape))
+
+        def follow(future: TaskFuture, created: Created) -> None:
+            task_bound: float
+            if task_timeout is not None or self.task_timeout is not None:
+                task_bound = task_timeout if task_timeout is not None else self.task_timeout or 0.0
+            else:
+                task_bound = self.call_timeout
+            self._tasks.follow(future, created.wire, created.status, FollowOptions(
+                tool=tool, shape=shape, bound=task_bound, on_status=on_status
+                if on_status is not None else self.on_task_status), handle=handle,
+                announce=False)
+
+        return future.attach(self._connection.when_up_f(self, Deadline(bound), send, False,
+                                                        ToolTimeout, "resuming a task"), follow)
+
+    def resume_task(self, handle: TaskHandle, *, timeout: float | None = None,
+                    task_timeout: float | None = None,
+                    on_status: Callable[[TaskStatus], None] | None = None,
+                    raise_on_error: bool | None = None) -> Any:
+        """Follow again the task ``handle`` names (saved by :meth:`TaskHandle.to_json`, maybe
+        in another process) until it ends: its result, as :meth:`call_tool` gives it.
+        ``timeout`` bounds the wait for a start, ``task_timeout`` (default as for a call)
+        the wait for the task. An interrupt while it waits lets go of the task (it is not
+        cancelled) and propagates. Raises TaskNotResumable for another server's task, for a
+        stdio server's task outside the server process that ran it (a new McpServer starts
+        a new process), for a wire the server's era does not speak; TaskExpired when the
+        server no longer knows the task; otherwise as the call's future."""
+        bound = self._bound(timeout, "resume_task")
+        future = self._resume_task_f(handle, bound, task_timeout, on_status, raise_on_error,
+                                     "resume_task")
+        try:
+            return future.wait_result(bound)
+        except KeyboardInterrupt:
+            future.detach()  # a resume lets go of the task, as it found it: running
+            raise
+
+    def _check_handle(self, handle: TaskHandle, started: bool) -> None:
+        """Raise TaskNotResumable when ``handle`` is not this server's to follow."""
+        def refuse(why: str) -> TaskNotResumable:
+            return TaskNotResumable(INTERNAL_ERROR, f"task {handle.task_id} cannot be resumed "
+                                    f"by MCP server {self.name!r}: {why}", handle=handle)
+        if handle.transport != self.transport:
+            raise refuse(f"it ran over {handle.transport}, this server is {self.transport}")
+        mine = self._task_fingerprint()
+        if handle.fingerprint != mine:
+            raise refuse(f"it ran on {handle.fingerprint!r}, this server is {mine!r}")
+        if started and handle.instance != self._task_instance():
+            raise refuse(f"a {handle.transport} server's task lives in the server's process "
+                         f"({handle.instance}), and this server is another one "
+                         f"({self._task_instance()})")
 
     def _shape_result(self, result: Any, name: str = "", original: str = "",
                       raising: bool = False) -> dict:
@@ -780,6 +1000,15 @@ class McpServer:
         self._catalog.forget_lists()
         if "tools" in self.capabilities:
             self._catalog.tools_changed()
+
+
+def _tasks_choice(value: Any, method: str) -> Any:
+    """A ``tasks`` choice as given; raises InvalidArgument naming it for another."""
+    if value is None or value == "auto":
+        return "auto"
+    if isinstance(value, bool):
+        return value
+    raise InvalidArgument(f'tasks of {method} must be "auto", True or False, not {value!r}')
 
 
 def _ignore_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -235,6 +235,14 @@ class ServerSpec(BaseModel):
     protocol: Optional[str] = None
     title: Optional[str] = None
     description: Optional[str] = None
+    tasks: Any = None
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks_choice(cls, value: Any) -> Any:
+        if value is None or value == "auto" or isinstance(value, bool):
+            return value
+        raise ValueError('must be "auto", true or false')
 
     @field_validator("protocol")
     @classmethod

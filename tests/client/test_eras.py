@@ -161,7 +161,18 @@ def test_every_request_carries_the_meta(connect):
         meta = message["params"]["_meta"]
         assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
         assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "me", "version": "9"}
-        assert meta["io.modelcontextprotocol/clientCapabilities"] == {"roots": {}}
+        # the tasks extension (SEP-2663) is declared unless the client says tasks=False
+        assert meta["io.modelcontextprotocol/clientCapabilities"] == {
+            "roots": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def test_a_client_without_tasks_declares_no_extension(connect):
+    server = connect(fake("plain"), roots=["file:///tmp"], tasks=False)
+    requests = [m for m in seen(server) if m["method"] != "notifications/cancelled"]
+    assert requests
+    for message in requests:
+        assert message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {
+            "roots": {}}
 
 
 def test_input_required_rounds_reach_the_handlers(connect):

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from raider_sync import InvalidArgument, McpHub, McpServer, Resources, Tasks, ToolServer
+from raider_sync import InvalidArgument, McpHub, McpServer, Resources, TaskHandle, Tasks, ToolServer
 from raider_sync.auth import MemoryTokenStore, OAuth
 from raider_sync.client.eras.listen import Subscription
 from raider_sync.llm import ToolCaller
@@ -118,6 +118,11 @@ def _monitor(w: World) -> Monitor:
                    bash_path="/bin/bash")
 
 
+def _handle(w: World) -> TaskHandle:
+    """A handle of a task the demo server never had: a resume asks, and is told so."""
+    return TaskHandle(era="v2", task_id="no-such-task", **w.server._task_identity())
+
+
 RECIPES: dict[str, Callable[[World, Any], Any]] = {
     "McpServer.initialize": lambda w, t: w.server.initialize(t),
     "McpServer.restart": lambda w, t: w.server.restart(t),
@@ -158,6 +163,8 @@ RECIPES: dict[str, Callable[[World, Any], Any]] = {
     "McpServer.tool_budget": lambda w, t: w.server.tool_budget(t),
     "McpServer.list_events": lambda w, t: w.server.list_events(timeout=t),
     "McpServer.events": lambda w, t: w.server.events("ticks", timeout=t).close(),
+    "McpServer.resume_task": lambda w, t: w.server.resume_task(_handle(w), timeout=t),
+    "McpServer.resume_task_f": lambda w, t: w.server.resume_task_f(_handle(w), timeout=t),
     "McpHub.start": lambda w, t: w.hub.start(t),
     "McpHub.restart": lambda w, t: w.hub.restart("demo", t),
     "McpHub.tools": lambda w, t: w.hub.tools(t),

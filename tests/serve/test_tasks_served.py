@@ -485,7 +485,7 @@ def test_task_tools_run_as_any_tool_in_process_and_in_the_handshake_era(gate):
         with tools.in_process_client(protocol="legacy") as client:
             result = client.call_tool("mcp__tasks__failing_job", {}, timeout=WAIT)
             assert result["isError"] is True
-        with tools.in_process_client(protocol=VERSION) as client:  # declares no tasks
+        with tools.in_process_client(protocol=VERSION, tasks=False) as client:  # no tasks
             with pytest.raises(McpError) as refused:
                 client.call_tool("mcp__tasks__failing_job", {}, timeout=WAIT)
             assert refused.value.code == -32021

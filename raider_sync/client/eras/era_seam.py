@@ -20,7 +20,7 @@ from ...threads.futures import Deadline
 from . import liveness
 from .handshake import HandshakeEra, handshake
 from .host import EraHost, EraSettings
-from .modern import modern_capabilities
+from .modern import modern_capabilities, with_tasks
 from .negotiate import LEGACY_FIX, PROBE_TIMEOUT, check_choice, discover_sender, remembered
 from .negotiate import open_era as settle_era
 from .rounds import MAX_INPUT_ROUNDS
@@ -47,6 +47,8 @@ def open_era(session: "Session", host: EraHost, deadline: Deadline,
     session.stamp = None
     host.cache.clear()
     capabilities = modern_capabilities(settings.capabilities())
+    if settings.tasks is not False:  # calls may become tasks (SEP-2663): every request says so
+        capabilities = with_tasks(capabilities)
     stdio = settings.transport == "stdio"
     # over stdio the probe can tell a server ignoring it from a slow one; over HTTP a
     # slow answer may be an authorization under way, and the server answers anyway

@@ -36,6 +36,7 @@ class EraSettings:
     capabilities: Callable[[], dict]            # the client capabilities declared
     answer: Callable[[str, dict], Any]          # fulfils a server's input request
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("raider_sync.eras"))
+    tasks: Any = "auto"                         # the ``tasks`` choice: "auto", True, False
 
 
 class EraHost:

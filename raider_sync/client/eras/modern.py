@@ -23,6 +23,11 @@ META_CLIENT_INFO = PREFIX + "clientInfo"
 META_LOG_LEVEL = PREFIX + "logLevel"
 META_SERVER_INFO = PREFIX + "serverInfo"
 META_SUBSCRIPTION = PREFIX + "subscriptionId"
+#: the tasks extension (SEP-2663) a client declares among its capabilities' ``extensions``
+TASKS_EXTENSION = PREFIX + "tasks"
+#: a private ``_meta`` mark of a call made with ``tasks=False``: the era drops the extension
+#: from that request's capabilities (and the mark itself) as it stamps it
+NO_TASKS = "raider_sync/no-tasks"
 
 #: error codes only a server of the stateless revision answers
 MODERN_CODES = STATELESS_CODES
@@ -49,6 +54,23 @@ def stamp(params: dict | None, meta: dict) -> dict:
     params = dict(params or {})
     params["_meta"] = {**(params.get("_meta") or {}), **meta}
     return params
+
+
+def with_tasks(capabilities: dict) -> dict:
+    """``capabilities`` (the client's, of the stateless era) declaring the tasks extension."""
+    extensions = dict(capabilities.get("extensions") or {})
+    extensions[TASKS_EXTENSION] = {}
+    return {**capabilities, "extensions": extensions}
+
+
+def without_tasks(capabilities: dict) -> dict:
+    """``capabilities`` without the tasks extension (a call that must not become a task)."""
+    extensions = {k: v for k, v in (capabilities.get("extensions") or {}).items()
+                  if k != TASKS_EXTENSION}
+    trimmed = {k: v for k, v in capabilities.items() if k != "extensions"}
+    if extensions:
+        trimmed["extensions"] = extensions
+    return trimmed
 
 
 def modern_capabilities(declared: dict) -> dict:
@@ -140,11 +162,14 @@ def _scope(value: Any) -> str | None:
     return value if value in ("public", "private") else None
 
 
-def result_type(result: Any) -> str:
-    """``complete`` or ``input_required``; raises McpError for any other resultType."""
+def result_type(result: Any, tasks: bool = False) -> str:
+    """``complete`` or ``input_required`` (and ``task`` with ``tasks``: a tools/call's
+    answer); raises McpError for any other resultType."""
     kind = result.get("resultType", "complete") if isinstance(result, dict) else "complete"
     if kind is None:
         kind = "complete"
+    if kind == "task" and tasks:
+        return kind
     if kind not in ("complete", "input_required"):
         raise McpError(INTERNAL_ERROR, f"the server answered resultType {kind!r}; raider_sync knows "
                                f"complete and input_required")

@@ -41,7 +41,9 @@ from . import verdicts
 from .liveness import Ignored, await_discover
 from .modern import (
     LEGACY_VERSIONS,
+    META_CAPABILITIES,
     MODERN_VERSIONS,
+    NO_TASKS,
     PROTOCOL_CHOICES,
     Description,
     describe,
@@ -50,6 +52,7 @@ from .modern import (
     request_meta,
     stamp,
     supported_of,
+    without_tasks,
 )
 
 #: seconds the discover probe may take before the server counts as a handshake-era one
@@ -167,6 +170,12 @@ class ModernConnection:
         self.tool_params: dict[str, dict] = {}
 
     def stamp(self, method: str, params: dict | None) -> dict:
+        meta = params.get("_meta") if params else None
+        if meta and NO_TASKS in meta:  # a call that must not become a task
+            params = {**(params or {}), "_meta": {k: v for k, v in meta.items()
+                                                  if k != NO_TASKS}}
+            return stamp(params, {**self.meta, META_CAPABILITIES: without_tasks(
+                self.meta[META_CAPABILITIES])})
         return stamp(params, self.meta)
 
     def params_of(self, tool: str) -> dict:

@@ -77,12 +77,12 @@ def request_rounds_f(send: Send, method: str, params: dict, *,
             return
         result = leg.result()
         try:
-            kind = result_type(result)
+            kind = result_type(result, tasks=method == "tools/call")
         except McpError as exc:
             settle(outer, error=exc)
             return
-        if kind == "complete":
-            if isinstance(result, dict) and "resultType" in result:
+        if kind != "input_required":  # complete, or the task a tools/call became (as sent)
+            if kind == "complete" and isinstance(result, dict) and "resultType" in result:
                 # protocol machinery, like the id: results read the same in both eras
                 result = {k: v for k, v in result.items() if k != "resultType"}
             try:
@@ -108,7 +108,7 @@ def request_rounds_f(send: Send, method: str, params: dict, *,
             raise McpError(INTERNAL_ERROR, f"{method}: inputRequests is not an object")
         responses = {}
         for key, request in (requests or {}).items():
-            responses[key] = _fulfil(method, key, request, answer)
+            responses[key] = fulfil(method, key, request, answer)
         retry = dict(params)
         if responses:
             retry["inputResponses"] = responses
@@ -128,7 +128,10 @@ def request_rounds_f(send: Send, method: str, params: dict, *,
     return outer
 
 
-def _fulfil(method: str, key: str, request: Any, answer: Callable[[str, dict], dict]) -> dict:
+def fulfil(method: str, key: str, request: Any, answer: Callable[[str, dict], dict]) -> dict:
+    """The client's result for one input request ``key`` (``{method, params}``) of a
+    ``method`` round or task, from ``answer`` (the client's handlers; it may block). Raises
+    McpError for a request without a method, or one the client has no handler for."""
     if not isinstance(request, dict) or not isinstance(request.get("method"), str):
         raise McpError(INTERNAL_ERROR, f"{method}: input request {key!r} has no method")
     params = request.get("params")
