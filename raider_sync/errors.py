@@ -142,7 +142,10 @@ class UnknownServer(RaiderError, LookupError):
 
 
 class ConnectionClosed(RaiderError):
-    """The connection to the server ended; ``stderr_tail`` holds its last stderr lines."""
+    """The connection to the server ended; ``stderr_tail`` holds its last stderr lines.
+    ``sent`` is False when the request it fails was never written to the server."""
+
+    sent = True
 
     def __init__(self, message: str, stderr_tail: list[str] | None = None):
         super().__init__(message)
@@ -165,7 +168,10 @@ def last_stderr_line(stderr_tail: Sequence[str]) -> str:
 
 
 class TransportError(RaiderError):
-    """An HTTP exchange that did not carry MCP: a status code and a short body excerpt."""
+    """An HTTP exchange that did not carry MCP: a status code and a short body excerpt.
+    ``sent`` is False when no connection was made, so the server has nothing of it."""
+
+    sent = True
 
     def __init__(self, message: str, status_code: int | None = None, body: str = ""):
         super().__init__(message)

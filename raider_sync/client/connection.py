@@ -233,6 +233,17 @@ class Connection:
 
     # -- requests ------------------------------------------------------------------------
 
+    def back_in(self) -> float | None:
+        """Seconds until a request can be sent again: 0 when connected or starting, the wait
+        for a restart the policy allows when failed, None when it will not be (stopped, or
+        failed for good)."""
+        with self.lock:
+            if self.status in UP or self.status == "starting":
+                return 0.0
+            if self.status != "failed":
+                return None
+            return self.restarts.due_in()
+
     def when_up_f(self, owner: Any, deadline: Deadline, send: Send, inline: bool,
                   timeout_error: type[RequestTimeout] = RequestTimeout,
                   what: str = "the request") -> Future:

@@ -249,27 +249,29 @@ class McpHub:
                     timeout: float | None = None, on_progress=None,
                     raise_on_error: bool | None = None, reset_on_progress: bool | None = None,
                     max_total: float | None = None, task_timeout: float | None = None,
-                    on_status: Any = None, tasks: Any = None) -> Future:
+                    on_status: Any = None, tasks: Any = None,
+                    retry: str | None = None) -> Future:
         """Call tool ``name`` on the server that offers it; a future of the result dict.
         Fails as that server's ``call_tool_f`` fails, or with UnknownTool (see :meth:`route`);
         with ToolError for an error result when ``raise_on_error`` (default: the hub's
         option) is true. ``timeout`` (s) defaults to that server's call timeout. A call a
         reload's replaced client refuses goes to the server now in its place, within what
         is left of ``timeout``. ``reset_on_progress``, ``max_total``, ``task_timeout``,
-        ``on_status`` and ``tasks`` are the server's :meth:`McpServer.call_tool_f`'s (a
+        ``on_status``, ``tasks`` and ``retry`` are the server's :meth:`McpServer.call_tool_f`'s (a
         mounted ToolServer's calls take none of them); a server's call returns a
         :class:`~raider_sync.TaskFuture`."""
         return self._router.call_tool_f(name, arguments, timeout=timeout,
                                         on_progress=on_progress, raise_on_error=raise_on_error,
                                         reset_on_progress=reset_on_progress,
                                         max_total=max_total, task_timeout=task_timeout,
-                                        on_status=on_status, tasks=tasks)
+                                        on_status=on_status, tasks=tasks, retry=retry)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None, on_progress=None,
                   raise_on_error: bool | None = None, reset_on_progress: bool | None = None,
                   max_total: float | None = None, task_timeout: float | None = None,
-                  on_status: Any = None, tasks: Any = None) -> ToolResult:
+                  on_status: Any = None, tasks: Any = None,
+                  retry: str | None = None) -> ToolResult:
         """Blocking :meth:`call_tool_f`: the result dict, or the failure raised (ToolTimeout
         after ``timeout`` s; InvalidArgument for arguments that are neither a dict nor a
         JSON string of an object, or a timeout that is not positive)."""
@@ -277,7 +279,7 @@ class McpHub:
                                       on_progress=on_progress, raise_on_error=raise_on_error,
                                       reset_on_progress=reset_on_progress, max_total=max_total,
                                       task_timeout=task_timeout, on_status=on_status,
-                                      tasks=tasks)
+                                      tasks=tasks, retry=retry)
 
     def resume_task_f(self, handle: Any, **options: Any) -> Future:
         """:meth:`McpServer.resume_task_f` on the client whose key ``handle.server`` names

@@ -177,11 +177,11 @@ def _or_default(timeout: float | None, target: McpServer) -> float:
 
 
 def _deadlines(target: Any, deadlines: dict) -> dict:
-    """``reset_on_progress``, ``max_total`` and the task options (``task_timeout``,
+    """``reset_on_progress``, ``max_total``, ``retry`` and the task options (``task_timeout``,
     ``on_status``, ``tasks``) for a server's call (see :meth:`McpServer.call_tool_f`); a
     mounted object is not given them."""
     unknown = set(deadlines) - {"reset_on_progress", "max_total", "task_timeout", "on_status",
-                                "tasks"}
+                                "tasks", "retry"}
     if unknown:
         raise TypeError(f"call_tool() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
     return {k: v for k, v in deadlines.items() if v is not None} if isinstance(

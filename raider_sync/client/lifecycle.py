@@ -183,6 +183,15 @@ class Restarts:
                            f"{wait:.2g} s")
         return True, ""
 
+    def due_in(self) -> float | None:
+        """Seconds until a restart may begin (0: now), or None when none will."""
+        policy = self.policy
+        if policy is None or self.count >= policy.max_restarts:
+            return None
+        if self._crashed_at is None:
+            return 0.0
+        return max(0.0, self._crashed_at + policy.delay(self.count) - time.monotonic())
+
     def begun(self) -> str:
         """Count a restart; a description of it for the log."""
         self.count += 1

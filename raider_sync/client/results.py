@@ -31,12 +31,15 @@ class ToolResult(dict):
     and HTML in a notebook.
 
     ``tool`` is the name the tool was called by and ``output_schema`` the ``outputSchema``
-    the tool declared when it was listed (None when it declared none); neither is a key of
-    the dict.
+    the tool declared when it was listed (None when it declared none); ``attempts`` how
+    many times the call was sent; none is a key of the dict.
     """
 
     tool: str | None = None
     output_schema: dict | None = None
+    #: how many times the call was sent (more than 1 after a broken connection, see
+    #: :mod:`raider_sync.client.retries`); not a key of the dict
+    attempts: int = 1
     _structured: Any = _UNCHECKED
 
     def __init__(self, result: Any = (), *, tool: str | None = None,

@@ -36,6 +36,7 @@ from ..errors import (
     RaiderError,
     TaskNotResumable,
     ToolTimeout,
+    TransportError,
     UnknownTool,
 )
 from ..jsonrpc import INTERNAL_ERROR, ProgressCallback, Session
@@ -58,6 +59,15 @@ from .filters import ToolFilter
 from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
 from .results import ToolResult
+from .retries import (
+    DEFAULT_MAX_ATTEMPTS,
+    RETRY_DELAY,
+    Retrying,
+    lost_in_flight,
+    never_sent,
+    retry_choice,
+    safe_to_repeat,
+)
 from .surface import LogCallback, ResourceCallback
 from .tasks import Created, FollowOptions, TaskFuture, TaskHandle, TaskStatus, TaskTracker
 from .tasks.choice import wire_for, wire_named
@@ -113,7 +123,8 @@ class McpServer:
                  max_input_rounds: int = era_seam.MAX_INPUT_ROUNDS,
                  reset_on_progress: bool | None = None, max_total: float | None = None,
                  tasks: Any = None, task_timeout: float | None = None,
-                 on_task_status: Callable[[TaskStatus], None] | None = None):
+                 on_task_status: Callable[[TaskStatus], None] | None = None,
+                 retry: str | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS):
         if not isinstance(spec, ServerSpec):
             raise TypeError(f"spec must be a ServerSpec (McpConfig.server(name)), "
                             f"not {type(spec).__name__}")
@@ -153,6 +164,14 @@ class McpServer:
         self.task_timeout = (None if task_timeout is None else
                              seconds(task_timeout, 1.0, "task_timeout", "McpServer"))
         self.on_task_status = on_task_status
+        #: when a tool call is sent again after the connection broke (see .retries)
+        self.retry = retry_choice(retry or spec.retry or "safe", "McpServer")
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+            raise InvalidArgument(f"max_attempts of McpServer must be a whole number of at "
+                                  f"least 1, not {max_attempts!r}")
+        self.max_attempts = max_attempts
+        #: tool calls sent again after the connection broke, since the server was made
+        self.retries = 0
         self.warnings: list[str] = []
         self._learn(None)  # era, protocol_version, capabilities, server_info, instructions
         self._host = EraHost(
@@ -450,7 +469,7 @@ class McpServer:
                     reset_on_progress: bool | None = None,
                     max_total: float | None = None, task_timeout: float | None = None,
                     on_status: Callable[[TaskStatus], None] | None = None,
-                    tasks: Any = None) -> TaskFuture:
+                    tasks: Any = None, retry: str | None = None) -> TaskFuture:
         """Call a tool by its prefixed (or original) name; a :class:`~raider_sync.TaskFuture`
         of the result, a :class:`~raider_sync.ToolResult` (a dict). Returns at once: the
         request is sent on a thread of the session.
@@ -481,18 +500,25 @@ class McpServer:
         hears of each change of the task (default the server's ``on_task_status``).
         ``tasks`` ("auto", True, False; default the server's) whether the call may become a
         task. The future fails with TaskFailed, TaskCancelled, TaskExpired or TaskDetached.
+
+        Safe retries: a call that met a broken connection (a crash, a restart, a cut HTTP
+        connection) is sent again within the same deadline, at most ``max_attempts`` in all,
+        when ``retry`` (default the server's, "safe") allows: "safe" repeats a call that
+        never reached the server, or one whose tool says it only reads or is idempotent;
+        "always" any; "never" none. See :mod:`raider_sync.client.retries`.
         """
         try:
             bound = self._bound(timeout, "call_tool_f")
             idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
                                               "call_tool_f")
             mode = self._task_choices(task_timeout, tasks, "call_tool_f")
+            policy = self.retry if retry is None else retry_choice(retry, "McpServer.call_tool_f")
         except RaiderError as exc:
             future = TaskFuture()
             future.set_exception(exc)
             return future
         request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                    inline=False, idle=idle, cap=cap, mode=mode)
+                                    inline=False, idle=idle, cap=cap, mode=mode, retry=policy)
         return TaskFuture().attach(request, lambda future, created: self._follow_created(
             future, created, name, bound, cap, idle, task_timeout, on_status))
 
@@ -503,7 +529,7 @@ class McpServer:
                   reset_on_progress: bool | None = None,
                   max_total: float | None = None, task_timeout: float | None = None,
                   on_status: Callable[[TaskStatus], None] | None = None,
-                  tasks: Any = None) -> dict:
+                  tasks: Any = None, retry: str | None = None) -> dict:
         """Blocking :meth:`call_tool_f`: the result dict, or the future's exception raised
         (the request is sent on this thread). A call that becomes a task blocks until the
         task ends (or ``task_timeout``). An interrupt (KeyboardInterrupt) while it waits
@@ -513,8 +539,10 @@ class McpServer:
         idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
                                           "call_tool")
         mode = self._task_choices(task_timeout, tasks, "call_tool")
+        policy = self.retry if retry is None else retry_choice(retry, "McpServer.call_tool")
         value = self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                             inline=True, idle=idle, cap=cap, mode=mode),
+                                             inline=True, idle=idle, cap=cap, mode=mode,
+                                             retry=policy),
                            bound if cap is None else bound + cap)  # a start, then the cap
         if type(value) is not Created:
             return value
@@ -570,7 +598,8 @@ class McpServer:
     def _call_tool_f(self, name: str, arguments: Any, bound: float,
                      on_progress: ProgressCallback | None, raise_on_error: bool | None,
                      inline: bool, idle: float | None = None,
-                     cap: float | None = None, mode: Any = "auto") -> Future:
+                     cap: float | None = None, mode: Any = "auto",
+                     retry: str = "never") -> Future:
         """The request of :meth:`call_tool_f`; ``bound`` is the timeout already checked; with
         ``idle`` and ``cap``, the call's silence is bounded by ``idle`` (a start it waits for
         by ``bound``) and the call by ``cap``; ``mode`` the call's ``tasks`` choice. A future
@@ -590,7 +619,7 @@ class McpServer:
             options: dict[str, Any] = {}
             total = bound
             if idle is not None and cap is not None:  # silence bounded, the whole call capped
-                deadline, total = Deadline(cap), cap
+                deadline, total = whole, cap
                 options["idle"] = idle
             params: dict[str, Any] = {"name": original, "arguments": arguments}
 
@@ -615,8 +644,40 @@ class McpServer:
                 transform=transform,
                 inline=inline, wait=inline, **options)  # inline: call_tool waits next
 
-        return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
-                                          "MCP tool call")
+        whole = Deadline(cap) if idle is not None and cap is not None else Deadline(bound)
+        if retry == "never" or self.max_attempts <= 1:
+            return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
+                                              "MCP tool call")
+
+        def attempt(deadline: Deadline, first: bool) -> Future:
+            start = Deadline(bound) if first else deadline  # a repeat: what is left
+            return self._connection.when_up_f(self, start, send, inline and first, ToolTimeout,
+                                              "MCP tool call")
+
+        def may_repeat(error: BaseException) -> bool:
+            if never_sent(error):
+                return True
+            if not lost_in_flight(error):
+                return False
+            original = catalog.original_of(name)
+            return retry == "always" or (original is not None
+                                         and safe_to_repeat(catalog.listed(original)))
+
+        def back_in(error: BaseException, attempts: int) -> float | None:
+            if isinstance(error, TransportError):  # HTTP: nothing to wait for but a moment
+                return RETRY_DELAY * 2 ** (attempts - 1)
+            return self._connection.back_in()
+
+        def retried(attempts: int, error: BaseException) -> None:
+            self.retries += 1
+            self.log.warning("%s: %s met a broken connection (%s); sending it again "
+                             "(attempt %d of %d)", self.name, name, error, attempts + 1,
+                             self.max_attempts)
+            if self.telemetry is not None:
+                self.telemetry.retried(self, "tools/call", name)
+
+        return Retrying(attempt, whole, max_attempts=self.max_attempts, may_repeat=may_repeat,
+                        back_in=back_in, on_retry=retried, name=self.key).start()
 
     def _task_wire(self, era: Era) -> Any:
         """The tasks wire of ``era``'s connection (None: its calls do not become tasks),

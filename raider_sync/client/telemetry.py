@@ -78,6 +78,17 @@ class Telemetry:
             description="The duration of the MCP request as observed on the client, from "
                         "the time it was sent until the response was received.",
             explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS))
+        self.retry_counter = meter.create_counter(
+            "raider_sync.client.retries", unit="{request}",
+            description="Requests sent again after the connection to the server broke.")
+
+    def retried(self, server: Any, method: str, tool: str) -> None:
+        """Count one request sent again (see :mod:`raider_sync.client.retries`)."""
+        try:
+            self.retry_counter.add(1, {"mcp.method.name": method, "gen_ai.tool.name": tool,
+                                       "server.address": server.name})
+        except Exception:  # noqa: BLE001 - telemetry must not break a request
+            log.exception("telemetry for a retry failed")
 
     def observer(self, server: Any) -> Observer:
         """The hook a session calls for each request it sends (see :meth:`observe`). A

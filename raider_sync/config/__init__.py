@@ -236,6 +236,7 @@ class ServerSpec(BaseModel):
     title: Optional[str] = None
     description: Optional[str] = None
     tasks: Any = None
+    retry: Optional[Literal["safe", "never", "always"]] = None
 
     @field_validator("tasks")
     @classmethod

@@ -63,10 +63,12 @@ SSE_TYPE = "text/event-stream"
 
 def unreachable(exc: BaseException, url: str) -> TransportError:
     """A ``requests``/``urllib3``/socket error of an exchange with ``url``, as a TransportError
-    (a LostInFlight when the connection was lost once the request was written). Either has
-    no status: :func:`~raider_sync.transports.statuses.classify` calls it UNREACHABLE."""
+    (a LostInFlight when the connection was lost once the request was written; ``sent``
+    False when no connection was made). Either has no status:
+    :func:`~raider_sync.transports.statuses.classify` calls it UNREACHABLE."""
+    sent = True  # as far as can be told
     if isinstance(exc, requests.exceptions.ConnectTimeout):
-        what = "connecting timed out"
+        what, sent = "connecting timed out", False
     elif isinstance(exc, requests.exceptions.ReadTimeout):
         what = "no answer in time"
     elif _lost_in_flight(exc):
@@ -83,9 +85,12 @@ def unreachable(exc: BaseException, url: str) -> TransportError:
         reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the cause
         text = re.sub(r"^\w+\(host=[^)]*\): ", "", str(reason))  # urllib3 names its connection
         what = f"cannot connect: {short(text)}"
+        sent = False  # no connection: the request was not written
     else:
         what = short(f"{type(exc).__name__}: {exc}")
-    return TransportError(f"{url}: {what}")
+    error = TransportError(f"{url}: {what}")
+    error.sent = sent
+    return error
 
 
 def _lost_in_flight(exc: BaseException) -> bool:

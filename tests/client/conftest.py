@@ -5,7 +5,7 @@ import pytest
 
 from raider_sync import McpServer
 
-from conftest import fake_spec
+from conftest import config_of, fake_spec
 from fakes.http_fault_server import fault_servers
 
 WAIT = 30.0
@@ -32,3 +32,22 @@ def started():
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def connect():
+    """``connect(url_or_fake, **options)``: a started McpServer, stopped afterwards."""
+    clients: list[McpServer] = []
+
+    def make(target, entry: dict | None = None, env: dict | None = None, **options):
+        url = target if isinstance(target, str) else target.url
+        spec = config_of({"fault": {"type": "http", "url": url, **(entry or {})}},
+                         env=env).server("fault")
+        client = McpServer(spec, **options)
+        clients.append(client)
+        client.start_f().result(WAIT)
+        return client
+
+    yield make
+    for client in clients:
+        client.stop()

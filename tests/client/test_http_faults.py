@@ -26,25 +26,6 @@ def poll(predicate, timeout: float = WAIT, what: str = "condition"):
     return _poll(predicate, timeout, what)
 
 
-@pytest.fixture
-def connect():
-    """``connect(url_or_fake, **options)``: a started McpServer, stopped afterwards."""
-    clients: list[McpServer] = []
-
-    def make(target, entry: dict | None = None, env: dict | None = None, **options):
-        url = target if isinstance(target, str) else target.url
-        spec = config_of({"fault": {"type": "http", "url": url, **(entry or {})}},
-                         env=env).server("fault")
-        client = McpServer(spec, **options)
-        clients.append(client)
-        client.start_f().result(WAIT)
-        return client
-
-    yield make
-    for client in clients:
-        client.stop()
-
-
 def text(result: dict) -> str:
     return result["content"][0]["text"]
 

@@ -186,3 +186,16 @@ def test_over_streamable_http_the_session_and_address_are_recorded(everything_js
     assert echo.attributes["network.protocol.name"] == "http"
     assert echo.attributes["server.address"] == "127.0.0.1"
     assert echo.attributes["server.port"] == int(peer.spec("peer").url.split(":")[2].split("/")[0])
+
+
+def test_a_call_sent_again_after_a_crash_is_counted(otel, tmp_path):
+    spec = fake_spec("crash-once", restart={"backoffMs": 0},
+                     env={"RAIDER_FAKE_RUNS": str(tmp_path)})
+    with McpServer(spec, kill_grace=0.2, telemetry=otel()) as server:
+        assert server.call_tool("mcp__fake__read-once", {}, timeout=WAIT).attempts == 2
+    counted = [point for resource in otel.reader.get_metrics_data().resource_metrics
+               for scope in resource.scope_metrics for metric in scope.metrics
+               if metric.name == "raider_sync.client.retries"
+               for point in metric.data.data_points]
+    assert [(p.value, p.attributes["gen_ai.tool.name"]) for p in counted] == [
+        (1, "mcp__fake__read-once")]

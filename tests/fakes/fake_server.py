@@ -33,6 +33,10 @@ Modes:
                 "crash" end with no newline
   closers       offer the tools close-stdout (closes its stdout, keeps running) and
                 close-stdin (answers, closes its stdin, then says so on stderr, keeps running)
+  crash-once    offer read-once (readOnlyHint), idem-once (idempotentHint) and write-once
+                (no hints): each counts its runs in a file of the folder
+                $RAIDER_FAKE_RUNS and crashes the server on its first run (exit 3, mid-call),
+                answering "NAME ran N times" after that
 Tools: echo, crash (with "signal": N it kills itself with that signal instead), big (20 MB
   text), sleep (never answers), error (JSON-RPC error),
   answers (reports what the client answered to the "ask" requests), seen (every request and
@@ -76,8 +80,34 @@ def tools():
         names += ["a.b", "a_b", "announce"]
     if "closers" in MODES:
         names += ["close-stdout", "close-stdin"]
-    return [{"name": n, "description": f"the {n} tool",
-             "inputSchema": {"type": "object", "properties": {}}} for n in names]
+    listed = [{"name": n, "description": f"the {n} tool",
+               "inputSchema": {"type": "object", "properties": {}}} for n in names]
+    if "crash-once" in MODES:
+        for name, hints in ONCE.items():
+            listed.append({"name": name, "description": f"the {name} tool",
+                           "inputSchema": {"type": "object", "properties": {}},
+                           "annotations": hints})
+    return listed
+
+
+#: the crash-once tools and their annotations
+ONCE = {"read-once": {"readOnlyHint": True}, "idem-once": {"readOnlyHint": False,
+                                                           "idempotentHint": True},
+        "write-once": {"readOnlyHint": False, "destructiveHint": True}}
+
+
+def run_once(msg_id, name):
+    """Count a run of ``name`` in its file; crash on the first, answer after."""
+    path = os.path.join(os.environ["RAIDER_FAKE_RUNS"], name)
+    with open(path, "a") as fh:
+        fh.write("ran\n")
+    with open(path) as fh:
+        runs = len(fh.readlines())
+    if runs == 1:
+        sys.stderr.write(f"fatal: {name} crashed mid-call\n")
+        sys.stderr.flush()
+        os._exit(3)
+    result(msg_id, {"content": [{"type": "text", "text": f"{name} ran {runs} times"}]})
 
 
 def call(msg_id, params):
@@ -94,6 +124,8 @@ def call(msg_id, params):
         if args.get("signal"):
             os.kill(os.getpid(), int(args["signal"]))
         os._exit(3)
+    elif name in ONCE and "crash-once" in MODES:
+        run_once(msg_id, name)
     elif name == "close-stdout":
         sys.stderr.write("closing stdout, staying up\n")
         sys.stderr.flush()

@@ -19,6 +19,7 @@ Options (attributes, may be changed while running):
   drop_answers  N: the next N tools/call are run (counted in ``executed``), then their
                 connection is closed with no answer (a server that died after doing the work)
   stateless     speak the stateless revision (2026-07-28): server/discover, no sessions
+  annotations   {tool: annotations} listed with those tools (readOnlyHint, idempotentHint...)
 
 Tools: echo, cut (SSE answer cut mid-chunk after a progress event, answer on resume), drop
 (SSE ended cleanly with no answer and no event id), garbage (junk SSE lines around the answer),
@@ -62,6 +63,7 @@ class FaultServer:
         self.legacy_endpoint = "/messages?session=L1"
         self.drop_posts = 0
         self.drop_answers = 0
+        self.annotations: dict[str, dict] = {}
         self.stateless = False
         self.huge_bytes = 32 << 20
         for key, value in options.items():
@@ -317,7 +319,9 @@ def _handler(fake: FaultServer):
                     fake.cancelled.append(body.get("params", {}).get("requestId"))
                 return self._plain(202, "")
             if method == "tools/list":
-                tools = [{"name": n, "inputSchema": {"type": "object"}} for n in TOOLS]
+                tools = [{"name": n, "inputSchema": {"type": "object"},
+                          **({"annotations": fake.annotations[n]} if n in fake.annotations
+                             else {})} for n in TOOLS]
                 return self._answer({"jsonrpc": "2.0", "id": msg_id, "result": {"tools": tools}})
             if method == "ping":
                 return self._answer({"jsonrpc": "2.0", "id": msg_id, "result": {}})
