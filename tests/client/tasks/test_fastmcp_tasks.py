@@ -23,7 +23,9 @@ from raider_sync import (
     McpServer,
     TaskExpired,
     TaskFuture,
+    TaskStatus,
     ToolError,
+    ToolTimeout,
 )
 
 from conftest import FASTMCP_TASKS_SERVER, config_of
@@ -98,6 +100,35 @@ def test_call_tool_blocks_through_a_task_to_the_result_an_ordinary_call_gives(cl
     assert tasked.text == "a: computed in 0.2 s"
     assert client.call_tool("slow_compute", {"seconds": 0.2, "label": "b"},
                             timeout=WAIT).text == "b: computed in 0.2 s"
+
+
+def test_on_status_hears_changes_not_each_answers_new_timestamp(client):
+    """fastmcp-tasks stamps each tasks/get answer with the time it answered: the task looks
+    updated on every poll. on_status hears a change of status or message, not that."""
+    seen: list[TaskStatus] = []
+    future = client.call_tool_f("slow_compute", {"seconds": 1.0, "label": "c"}, timeout=WAIT,
+                                on_status=seen.append)
+    assert future.result(WAIT).text == "c: computed in 1 s"
+    polls = peer_says(client, "polls", future.task_id)
+    assert polls >= 3, "the task was polled while it worked"
+    assert [s.status for s in seen] == ["working", "completed"], seen
+    assert seen[0].task_id == seen[1].task_id == future.task_id
+
+
+def test_a_new_timestamp_alone_is_not_progress(client):
+    """With a deadline that progress restarts, a task that says nothing new times out idle,
+    though every poll's answer carries a new lastUpdatedAt."""
+    started = time.monotonic()
+    with pytest.raises(ToolTimeout) as timed_out:
+        client.call_tool("slow_compute", {"seconds": 20, "label": "d"}, timeout=2.0,
+                         reset_on_progress=True, max_total=WAIT)
+    assert time.monotonic() - started < 15, "a poll's answer was taken for progress"
+    assert timed_out.value.kind == "idle"
+    task_id = timed_out.value.handle.task_id
+    deadline = time.monotonic() + WAIT
+    while peer_says(client, "task_state", task_id) != "cancelled":
+        assert time.monotonic() < deadline, "the timed-out task was not cancelled"
+        time.sleep(0.05)
 
 
 def test_a_tool_error_is_a_result_with_is_error_or_a_tool_error(client):
