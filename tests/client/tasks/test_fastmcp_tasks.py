@@ -22,12 +22,12 @@ from raider_sync import (
     McpError,
     McpServer,
     TaskExpired,
-    TaskFuture,
     TaskStatus,
     ToolError,
     ToolTimeout,
 )
 
+from client.tasks.support import RESUME, created
 from conftest import FASTMCP_TASKS_SERVER, config_of
 from fakes.http_peers import HttpPeer
 
@@ -68,15 +68,6 @@ def client(peer):
     server = peer.client()
     yield server
     server.stop()
-
-
-def created(future: TaskFuture) -> str:
-    deadline = time.monotonic() + WAIT
-    while future.task_id is None:
-        assert not future.done(), future.exception()
-        assert time.monotonic() < deadline, "the call never became a task"
-        time.sleep(0.01)
-    return future.task_id
 
 
 def peer_says(client: McpServer, tool: str, task_id: str):
@@ -209,18 +200,6 @@ BEGIN = textwrap.dedent("""
     print(os.getpid())
 """)
 
-RESUME = textwrap.dedent("""
-    import json, os, sys
-    from raider_sync import McpConfig, McpServer, TaskHandle
-    url, path = sys.argv[1], sys.argv[2]
-    handle = TaskHandle.from_json(open(path).read())
-    spec = McpConfig.from_dict({"mcpServers": {"fm": {"type": "http", "url": url}}}).server("fm")
-    with McpServer(spec) as server:
-        result = server.resume_task(handle, timeout=20, task_timeout=20)
-    print(json.dumps({"text": result.text, "task": handle.task_id, "pid": os.getpid()}))
-""")
-
-
 def test_a_new_process_resumes_the_peers_task_over_http(tmp_path):
     served = HttpPeer.fastmcp_tasks().start(timeout=60)
     try:
@@ -237,9 +216,9 @@ def test_a_new_process_resumes_the_peers_task_over_http(tmp_path):
         saved_handle = json.loads(saved.read_text())
         answer = json.loads(runs[1])
         assert answer["text"] == "far: computed in 1.5 s"
-        assert answer["task"] == saved_handle["task_id"]
         assert int(runs[0]) != answer["pid"] != os.getpid()
         with McpServer(served.spec("fm")) as server:
-            assert peer_says(server, "task_state", answer["task"]) == "completed"
+            assert peer_says(server, "task_state", saved_handle["task_id"]) == "completed"
+            assert peer_says(server, "polls", saved_handle["task_id"]) >= 1
     finally:
         served.close()
