@@ -11,7 +11,6 @@ import time
 
 import pytest
 import requests
-from client.test_events import served_over_http
 
 from raider_sync import McpError, ToolServer
 from raider_sync.client.events import (
@@ -24,6 +23,7 @@ from raider_sync.client.events import (
 from raider_sync.protocol.webhooks import secret_key, signed_headers
 from raider_sync.serve.wsgi_server import Serving
 
+from client.test_events import served_over_http
 from conftest import free_port
 
 WAIT = 30.0

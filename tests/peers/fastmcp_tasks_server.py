@@ -14,9 +14,15 @@ Tools, after the harness's tasks fixtures (tests/serve/task_tools.py):
   with ``isError``).
 - ``confirm_delete {filename}``: a task that asks one question (``inputRequests``), answered
   with ``tasks/update``.
+
+And two that let a test see the server's side (over stdio too, where the client owns the pipe):
+
+- ``polls {task_id}``: how many ``tasks/get`` of that task this server answered.
+- ``task_state {task_id}``: the task's status as this server's own record has it.
 """
 import asyncio
 import sys
+from collections import Counter
 from datetime import timedelta
 
 import mcp_types
@@ -24,6 +30,7 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
+from fastmcp_tasks.handlers import tasks_get
 
 #: seconds failing_job works before it fails
 FAILING_AFTER = 0.2
@@ -32,8 +39,20 @@ POLL = timedelta(milliseconds=200)
 CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}},
            "required": ["confirm"]}
 
+
+
+class CountingTasks(TasksExtension):
+    """The extension as shipped, counting the tasks/get it answers by task id."""
+
+    gets: Counter = Counter()
+
+    async def _handle_get(self, ctx, params):
+        CountingTasks.gets[params.task_id] += 1
+        return await super()._handle_get(ctx, params)
+
+
 server = FastMCP("raider-test-fastmcp-tasks")
-server.add_extension(TasksExtension(url="memory://"))
+server.add_extension(CountingTasks(url="memory://"))
 
 
 @server.tool
@@ -69,6 +88,18 @@ async def confirm_delete(filename: str, ctx: Context) -> str | mcp_types.InputRe
     if answer.action == "accept" and content.get("confirm"):
         return f"deleted {filename}"
     return f"kept {filename}"
+
+
+@server.tool
+def polls(task_id: str) -> int:
+    """How many tasks/get of ``task_id`` this server answered."""
+    return CountingTasks.gets[task_id]
+
+
+@server.tool
+async def task_state(task_id: str) -> str:
+    """The status of ``task_id`` in this server's own record."""
+    return (await tasks_get(server, task_id)).status
 
 
 if __name__ == "__main__":

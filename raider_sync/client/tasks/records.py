@@ -46,10 +46,12 @@ class TaskStatus:
 
     def changed_from(self, other: "TaskStatus | None") -> bool:
         """Whether this record tells something ``other`` did not: a new status, status
-        message or ``lastUpdatedAt``."""
+        message or set of input request keys. A new ``lastUpdatedAt`` alone is not a change:
+        a server may stamp each answer with the time it answered (fastmcp-tasks does), and
+        every poll would then look like progress."""
         return (other is None or self.status != other.status
                 or self.status_message != other.status_message
-                or self.last_updated_at != other.last_updated_at)
+                or set(self.input_requests or ()) != set(other.input_requests or ()))
 
     def expires_at(self) -> float | None:
         """``createdAt + ttlMs`` in seconds since the epoch, or None (no ttl, or a time that

@@ -20,17 +20,9 @@ from raider_sync import (
     ToolTimeout,
 )
 
+from client.tasks.support import created
+
 WAIT = 30.0
-
-
-def created(future: TaskFuture) -> str:
-    """The task id once the call became a task (bounded)."""
-    deadline = time.monotonic() + WAIT
-    while future.task_id is None:
-        assert not future.done(), future.exception()
-        assert time.monotonic() < deadline, "the call never became a task"
-        time.sleep(0.01)
-    return future.task_id
 
 
 def test_an_ordinary_tool_answers_as_ever_with_a_task_future(client):

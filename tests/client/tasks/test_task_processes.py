@@ -8,42 +8,23 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from raider_sync import McpConfig, McpHub, McpServer, TaskHandle, TaskNotResumable
 
+from client.tasks.support import RESUME, created
+
 WAIT = 30.0
 TESTS = str(Path(__file__).resolve().parents[2])
 ROOT = str(Path(TESTS).parent)
-
-RESUME = textwrap.dedent("""
-    import json, sys
-    from raider_sync import McpConfig, McpServer, TaskHandle
-    url, path = sys.argv[1], sys.argv[2]
-    handle = TaskHandle.from_json(open(path).read())
-    spec = McpConfig.from_dict({"mcpServers": {"jobs": {"type": "http", "url": url}}}).server("jobs")
-    with McpServer(spec) as server:
-        result = server.resume_task(handle, timeout=20, task_timeout=20)
-    print(json.dumps({"text": result["content"][0]["text"], "pid": __import__("os").getpid()}))
-""")
 
 STDIO = textwrap.dedent("""
     from raider_sync.serve.serving import serve_stdio
     from serve.task_tools import task_tools
     serve_stdio(task_tools(task_poll_interval=0.1))
 """)
-
-
-def created(future) -> str:
-    deadline = time.monotonic() + WAIT
-    while future.task_id is None:
-        assert not future.done(), future.exception()
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    return future.task_id
 
 
 def test_a_new_process_resumes_a_saved_handle_over_http(client, served, tmp_path):

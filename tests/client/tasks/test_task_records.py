@@ -32,6 +32,21 @@ def test_a_v2_task_is_read_flat_and_its_result_loses_result_type():
     assert status.expires_at() == pytest.approx(1767225600.0 + 60.0)
 
 
+def test_a_change_is_a_new_status_message_or_question_not_a_new_timestamp():
+    first = TaskStatus.from_v2(TASK)
+    assert first.changed_from(None)
+    assert not TaskStatus.from_v2({**TASK, "lastUpdatedAt": "2026-01-01T00:00:02Z"}
+                                  ).changed_from(first)
+    assert TaskStatus.from_v2({**TASK, "statusMessage": "on"}).changed_from(first)
+    assert TaskStatus.from_v2({**TASK, "status": "completed"}).changed_from(first)
+    asking = TaskStatus.from_v2({**TASK, "status": "input_required",
+                                 "inputRequests": {"a": {"method": "elicitation/create"}}})
+    assert asking.changed_from(first)
+    assert TaskStatus.from_v2({**asking.raw, "inputRequests": {
+        "b": {"method": "elicitation/create"}}}).changed_from(asking)
+    assert not TaskStatus.from_v2(dict(asking.raw)).changed_from(asking)
+
+
 def test_a_v1_task_reads_ttl_and_poll_interval():
     status = TaskStatus.from_v1({"taskId": "t", "status": "input_required", "ttl": 5,
                                  "pollInterval": 7})
