@@ -26,7 +26,7 @@ from ..client.notebook import ProgressBar
 from ..client.server import DEFAULT_MAX_TOTAL, McpServer
 from ..client.tasks import TaskHandle, TaskStatus
 from ..config import McpConfig, ServerSpec
-from ..errors import ConfigError, McpError, NotConnected, RaiderError
+from ..errors import ConfigError, McpError, NotConnected, RaiderError, ToolTimeout
 from .common import (  # noqa: F401
     EXIT_FAILED,
     EXIT_OK,
@@ -359,8 +359,8 @@ def run_call(args) -> int:
 def _call(server: McpServer, args, arguments: dict, bar: ProgressBar | None) -> dict | None:
     """The tool's result. A call that becomes a task has its handle written to
     ``--task-handle`` once the task exists; with ``--detach`` it is then let go (None is
-    returned, the task runs on). Blocks within the call's bounds; Ctrl-C cancels the call,
-    or its task, on the server and propagates."""
+    returned, the task runs on). Blocks within the call's bounds; Ctrl-C (or the end of
+    them: ToolTimeout) cancels the call, or its task, on the server and propagates."""
     moved = threading.Event()  # the call became a task, or ended
 
     def on_status(status: TaskStatus) -> None:
@@ -387,8 +387,8 @@ def _call(server: McpServer, args, arguments: dict, bar: ProgressBar | None) -> 
                     _detached(args, handle)
                     return None
         return future.wait_result(bound)
-    except KeyboardInterrupt:
-        future.cancel()  # notifications/cancelled, or tasks/cancel
+    except (KeyboardInterrupt, ToolTimeout):
+        future.cancel()  # notifications/cancelled, or tasks/cancel (a timeout sent it already)
         server.stop(drain=CANCEL_DRAIN_S)  # the cancel is delivered before the process ends
         raise
 

@@ -14,8 +14,9 @@ import sys
 from ..client.notebook import ProgressBar
 from ..client.server import McpServer
 from ..client.tasks import TaskFuture, TaskHandle, TaskStatus
-from ..errors import ConfigError, McpError, NotConnected
+from ..errors import ConfigError, McpError, NotConnected, ToolTimeout
 from .client_cli import (
+    CANCEL_DRAIN_S,
     EXIT_FAILED,
     EXIT_OK,
     _guard,
@@ -72,6 +73,9 @@ def run_resume(args) -> int:
         try:
             result = server.resume_task(handle, task_timeout=args.timeout,
                                         on_status=bar.on_status if bar is not None else None)
+        except ToolTimeout:  # the task was cancelled: that reaches the server before the end
+            server.stop(drain=CANCEL_DRAIN_S)
+            raise
         finally:
             if bar is not None:
                 bar.close()

@@ -4,6 +4,7 @@ pexpect) against a real ToolServer serving the task fixtures over HTTP in this p
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
 import threading
@@ -37,8 +38,7 @@ class Served:
     def __init__(self, folder, **options):
         self.tools = task_tools(task_poll_interval=0.1, **options)
         self.gates = [threading.Event(), threading.Event()]
-        self.outcomes: list[str] = []
-        self.ended = threading.Event()
+        self.outcomes: queue.Queue = queue.Queue()
 
         @self.tools.tool(task="optional")
         def gated(label: str, ctx: Context) -> str:
@@ -53,8 +53,7 @@ class Served:
         def watched(ctx: Context) -> str:
             """Wait until cancelled."""
             cancelled = ctx.wait_cancelled(WAIT)
-            self.outcomes.append("cancelled" if cancelled else "done")
-            self.ended.set()
+            self.outcomes.put("cancelled" if cancelled else "done")
             return "stopped"
 
         self.app = wsgi_app(self.tools)
@@ -137,11 +136,23 @@ def test_cancel_reaches_the_server(served, tmp_path):
     done = cli("tasks", "cancel", "task.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"task {handle.task_id}: cancel sent"
-    assert served.ended.wait(WAIT) and served.outcomes == ["cancelled"]
+    assert served.outcomes.get(timeout=WAIT) == "cancelled"
     assert served.tools.served_tasks.store.get(handle.task_id).status == "cancelled"
     done = cli("tasks", "cancel", "task.json", cwd=tmp_path)
     assert done.returncode == 1
     assert f"task {handle.task_id} has ended already" in done.stderr
+
+
+def test_task_timeouts_cancel_the_task_on_the_server(served, tmp_path):
+    done = cli("call", "mcp__jobs__watched", "--task-timeout", "0.5", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "did not end within 0.5 s; it was cancelled" in done.stderr
+    assert served.outcomes.get(timeout=WAIT) == "cancelled"
+    detached("mcp__jobs__watched", {}, tmp_path)
+    done = cli("tasks", "resume", "task.json", "--timeout", "0.5", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "did not end within 0.5 s; it was cancelled" in done.stderr
+    assert served.outcomes.get(timeout=WAIT) == "cancelled"
 
 
 def test_resume_of_an_expired_task_exits_1(tmp_path):
@@ -207,4 +218,4 @@ def test_ctrl_c_cancels_the_task_on_the_server(served, tmp_path):
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    assert served.ended.wait(WAIT) and served.outcomes == ["cancelled"]
+    assert served.outcomes.get(timeout=WAIT) == "cancelled"
