@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _registrars():
     from .client_cli import register as client
     yield client
+    from .tasks_cli import register as tasks
+    yield tasks
     from .login_cli import register as auth
     yield auth
     try:

@@ -23,15 +23,25 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..client.notebook import ProgressBar
-from ..client.server import McpServer
+from ..client.server import DEFAULT_MAX_TOTAL, McpServer
+from ..client.tasks import TaskHandle, TaskStatus
 from ..config import McpConfig, ServerSpec
-from ..errors import ConfigError, McpError, NotConnected, RaiderError
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, default_config, load_config  # noqa: F401
+from ..errors import ConfigError, McpError, NotConnected, RaiderError, ToolTimeout
+from .common import (  # noqa: F401
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    default_config,
+    load_config,
+    write_file,
+)
 from .config_cli import register as register_config
 from .serve_cli import register as register_serve
 
 TOOL_FORMATS = ("openai", "openai-responses", "anthropic")
 START_TIMEOUT_S = 60.0
+#: the most seconds an interrupted call's cancel is given to reach the server
+CANCEL_DRAIN_S = 5.0
 #: the most characters of a reason a row of the ``servers`` table shows (``--json`` shows it
 #: whole; a quoted stderr line in it is bounded already, see errors.STDERR_QUOTE_CHARS)
 REASON_CELL_CHARS = 120
@@ -64,6 +74,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-tokens", type=_positive_int, metavar="N",
                         help="tokens of result text passed on (default MAX_MCP_OUTPUT_TOKENS, "
                              "else 25000)")
+    parser.add_argument("--task-timeout", type=_positive_seconds, metavar="S",
+                        help="seconds a call that became a task may run (then it is cancelled)")
+    parser.add_argument("--task-handle", metavar="FILE",
+                        help="when the call becomes a task, write its handle (JSON) to FILE "
+                             "(for 'raider-sync tasks resume FILE')")
+    parser.add_argument("--detach", action="store_true",
+                        help="with --task-handle: return once the call is a task, leaving it "
+                             "running on the server")
+    parser.epilog = ("Ctrl-C cancels the call on the server (a task with tasks/cancel); "
+                     "--detach is the way to leave a task running.")
     parser = command("prompt", run_prompt, "render a prompt of a server")
     parser.add_argument("server")
     parser.add_argument("name")
@@ -316,6 +336,8 @@ def _tool_definitions(tools: list[dict], kind: str, strict: bool) -> list[dict]:
 @_guard
 def run_call(args) -> int:
     arguments = _json_arg(args.args, "--args")
+    if args.detach and not args.task_handle:
+        raise ConfigError("--detach needs --task-handle FILE (the handle resumes the task)")
     options = {"max_output_tokens": args.max_tokens} if args.max_tokens else {}
     with _Servers(args, tool=args.tool, **options) as servers:  # only the tool's server, when named
         try:
@@ -325,11 +347,65 @@ def run_call(args) -> int:
                 _row(s) for s in servers if s.status != "connected"])
         bar = ProgressBar(args.tool, stream=sys.stderr) if _interactive(args) else None
         try:
-            result = server.call_tool(args.tool, arguments, timeout=args.timeout, on_progress=bar)
+            result = _call(server, args, arguments, bar)
         finally:
             if bar is not None:
                 bar.close()
-    saved = save_blocks(result, args.save) if args.save else {}
+    if result is None:  # detached
+        return EXIT_OK
+    return print_result(args, result, args.save)
+
+
+def _call(server: McpServer, args, arguments: dict, bar: ProgressBar | None) -> dict | None:
+    """The tool's result. A call that becomes a task has its handle written to
+    ``--task-handle`` once the task exists; with ``--detach`` it is then let go (None is
+    returned, the task runs on). Blocks within the call's bounds; Ctrl-C (or the end of
+    them: ToolTimeout) cancels the call, or its task, on the server and propagates."""
+    moved = threading.Event()  # the call became a task, or ended
+
+    def on_status(status: TaskStatus) -> None:
+        moved.set()
+        if bar is not None:
+            bar.on_status(status)
+    future = server.call_tool_f(args.tool, arguments, timeout=args.timeout, on_progress=bar,
+                                task_timeout=args.task_timeout, on_status=on_status)
+    future.add_done_callback(lambda _: moved.set())
+    # the longest the call may take (its server's deadlines end it first), progress or not
+    timeout = args.timeout or server.call_timeout
+    bound = timeout + (server.max_total or max(timeout, DEFAULT_MAX_TOTAL))
+    try:
+        if args.task_handle:
+            moved.wait(bound)
+            handle = future.handle
+            if handle is None:
+                print("raider-sync: the call did not become a task; no handle written",
+                      file=sys.stderr)
+            else:
+                write_file(args.task_handle, handle.to_json() + "\n", replace=True,
+                           option="--task-handle")
+                if args.detach and future.detach() is not None:
+                    _detached(args, handle)
+                    return None
+        return future.wait_result(bound)
+    except (KeyboardInterrupt, ToolTimeout):
+        future.cancel()  # notifications/cancelled, or tasks/cancel (a timeout sent it already)
+        server.stop(drain=CANCEL_DRAIN_S)  # the cancel is delivered before the process ends
+        raise
+
+
+def _detached(args, handle: TaskHandle) -> None:
+    if args.json:
+        _print_json({"task_id": handle.task_id, "server": handle.server,
+                     "task_handle": args.task_handle})
+    else:
+        print(f"task {handle.task_id} runs on; its handle is in {args.task_handle} "
+              f"(raider-sync tasks resume {args.task_handle})")
+
+
+def print_result(args, result: dict, save: str | None = None) -> int:
+    """Print a tool's result as text (or JSON under --json), its blocks saved to ``save``
+    first; the exit code: 1 for an error result, else 0."""
+    saved = save_blocks(result, save) if save else {}
     for path in saved.values():
         print(f"raider-sync: saved {path}", file=sys.stderr)
     if args.json:

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..config import McpConfig, dialects
 from ..errors import ConfigError
-from .common import EXIT_OK
+from .common import EXIT_OK, write_file
 
 
 def register(sub: argparse._SubParsersAction, guard: Callable) -> None:
@@ -104,7 +104,7 @@ def _show_or_add(document: dict, path: str | None) -> int:
             continue
         merged["mcpServers"][name] = entry
         added.append(name)
-    _write(path, dialects.render(merged, "claude"), replace=True)
+    write_file(path, dialects.render(merged, "claude"), replace=True, option="--write")
     print(f"raider-sync: {path}: added {', '.join(added) or 'no servers'}", file=sys.stderr)
     return EXIT_OK
 
@@ -120,7 +120,7 @@ def run_export(args) -> int:
     _warn(warnings)
     rendered = dialects.render(converted, args.format)
     if args.write:
-        _write(args.write, rendered, replace=False)
+        write_file(args.write, rendered, replace=False, option="--write")
         print(f"raider-sync: wrote {args.write}", file=sys.stderr)
     else:
         print(rendered, end="")
@@ -134,22 +134,6 @@ def _read(path: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
                           ) from None
-
-
-def _write(path: str, text: str, *, replace: bool) -> None:
-    """Write ``text`` to ``path`` whole or not at all (a file beside it, then renamed); a
-    file that exists is only replaced when ``replace``."""
-    if not replace and os.path.exists(path):
-        raise ConfigError(f"--write: {path} exists; choose a new path")
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(temporary, path)
-    except OSError as exc:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise ConfigError(f"--write: cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _warn(warnings: list[str]) -> None:

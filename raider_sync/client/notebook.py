@@ -86,14 +86,15 @@ def result_html(result: dict) -> str:
 
 
 class ProgressBar:
-    """A callable for ``on_progress``: draws the progress of a call.
+    """A callable for ``on_progress``: draws the progress of a call; its :meth:`on_status`
+    draws the status of a call that became a task.
 
         bar = ProgressBar("research")
-        server.call_tool(name, args, on_progress=bar)
+        server.call_tool(name, args, on_progress=bar, on_status=bar.on_status)
         bar.close()
 
     In a notebook it updates one HTML bar in place; elsewhere it rewrites one line on stderr.
-    Thread-safe: progress arrives on a raider_sync worker thread.
+    Thread-safe: progress and statuses arrive on raider_sync worker threads.
     """
 
     def __init__(self, label: str = "", width: int = 30, stream=None):
@@ -102,6 +103,7 @@ class ProgressBar:
         self.stream = stream if stream is not None else sys.stderr
         self.updates = 0
         self.last: Optional[tuple[float, Optional[float], Optional[str]]] = None
+        self._drawn = 0  # characters of the line on stderr, blanked by a shorter one
         self._lock = threading.Lock()
         self._handle = _display_handle()
 
@@ -114,8 +116,23 @@ class ProgressBar:
             if self._handle is not None:
                 self._handle.update(_HTML(self._html(progress, total, fraction, message)))
             else:
-                self.stream.write("\r" + self._line(progress, total, fraction, message))
-                self.stream.flush()
+                self._write(self._line(progress, total, fraction, message))
+
+    def on_status(self, status: Any) -> None:
+        """A callable for ``on_status``: draws a task's status and status message (a
+        :class:`~raider_sync.TaskStatus`) in place of the bar."""
+        text = status.status + (f": {status.status_message}" if status.status_message else "")
+        with self._lock:
+            self.updates += 1
+            if self._handle is not None:
+                self._handle.update(_HTML(f"<div>{_esc(self.label)} <em>{_esc(text)}</em></div>"))
+            else:
+                self._write(f"{self.label} {text}".strip())
+
+    def _write(self, line: str) -> None:
+        self.stream.write("\r" + line.ljust(self._drawn))
+        self.stream.flush()
+        self._drawn = len(line)
 
     def close(self) -> None:
         if self._handle is None and self.updates:

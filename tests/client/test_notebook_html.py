@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from raider_sync import McpHub, McpServer, ToolServer
+from raider_sync import McpHub, McpServer, TaskStatus, ToolServer
 from raider_sync.client.notebook import ProgressBar, ToolResult, result_html
 
 from conftest import config_of
@@ -73,6 +73,20 @@ def test_progress_bar_outside_a_notebook_rewrites_one_line():
     assert text.startswith("\rjob [##........] 1/4 first")
     assert "\rjob [##########] 4/4 done" in text and text.endswith("\n")
     assert bar.updates == 2 and bar.last == (4, 4, "done")
+
+
+def test_progress_bar_draws_a_task_status_over_a_longer_line():
+    out = io.StringIO()
+    bar = ProgressBar("job", width=10, stream=out)
+    bar(1, 4, "first of many steps")
+    bar.on_status(TaskStatus("t1", "working", "stage two"))
+    bar.on_status(TaskStatus("t1", "completed"))
+    bar.close()
+    first = "job [##........] 1/4 first of many steps"
+    assert out.getvalue() == ("\r" + first + "\r" + "job working: stage two".ljust(len(first))
+                              + "\r" + "job completed".ljust(len("job working: stage two"))
+                              + "\n")
+    assert bar.updates == 3
 
 
 def test_progress_bar_drives_from_a_real_progress_stream(sdk_spec):
