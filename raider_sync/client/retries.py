@@ -72,8 +72,10 @@ class Retrying:
     def __init__(self, attempt: Callable[[Deadline, bool], Future], deadline: Deadline, *,
                  max_attempts: int, may_repeat: Callable[[BaseException], bool],
                  back_in: Callable[[BaseException, int], Optional[float]],
-                 on_retry: Callable[[int, BaseException], None], name: str):
+                 on_retry: Callable[[int, BaseException], None], name: str,
+                 waiting: "Waiting | None" = None):
         self._attempt = attempt
+        self._waiting = waiting
         self.deadline = deadline
         self.max_attempts = max_attempts
         self._may_repeat = may_repeat
@@ -83,7 +85,7 @@ class Retrying:
         self.attempts = 0
         self.outer: Future = Future()
         self._current: Future | None = None
-        self._cancelled = threading.Event()
+        self._pause: threading.Event | None = None  # made for a repeat's wait only
         self.outer.add_done_callback(self._outer_done)
 
     def start(self) -> Future:
@@ -118,8 +120,14 @@ class Retrying:
             settle(self.outer, error=error)
             return
         self._on_retry(self.attempts, error)
+        self._pause = threading.Event()
+        if self._waiting is not None and not self._waiting.add(self):
+            settle(self.outer, error=error)  # the server is stopping: no repeat
+            return
+        if self.outer.done():  # cancelled meanwhile
+            return
         # a repeat may wait for a restart and start one: never on the thread that settled
-        threading.Thread(target=self._again, args=(wait,), daemon=True,
+        threading.Thread(target=self._again, args=(self._pause, wait), daemon=True,
                          name=f"raider-{self._name}-retry").start()
 
     def _repeat_in(self, error: BaseException) -> Optional[float]:
@@ -131,15 +139,58 @@ class Retrying:
             return None
         return wait
 
-    def _again(self, wait: float) -> None:
-        if self._cancelled.wait(wait):
-            return
-        if not self.outer.done():
-            self._send(first=False)
+    def _again(self, pause: threading.Event, wait: float) -> None:
+        try:
+            if pause.wait(wait):  # set when the call is cancelled or the server stops
+                return
+            if not self.outer.done():
+                self._send(first=False)
+        finally:
+            if self._waiting is not None:
+                self._waiting.discard(self)
+
+    def abandon(self, error: BaseException) -> None:
+        """Give up a repeat that waits: the call fails with ``error``."""
+        if self._pause is not None:
+            self._pause.set()
+        settle(self.outer, error=error)
 
     def _outer_done(self, outer: Future) -> None:
         if outer.cancelled():
-            self._cancelled.set()
+            if self._pause is not None:
+                self._pause.set()
             current = self._current
             if current is not None:
                 current.cancel()
+
+
+class Waiting:
+    """The calls of one server that wait to be sent again; :meth:`close` (the server
+    stops) fails them at once, so no repeat outlives the server. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: set[Retrying] = set()
+        self._closed = False
+
+    def add(self, call: Retrying) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
+            self._calls.add(call)
+            return True
+
+    def discard(self, call: Retrying) -> None:
+        with self._lock:
+            self._calls.discard(call)
+
+    def close(self, error: BaseException) -> None:
+        with self._lock:
+            self._closed = True
+            calls, self._calls = list(self._calls), set()
+        for call in calls:
+            call.abandon(error)
+
+    def reopen(self) -> None:
+        with self._lock:
+            self._closed = False

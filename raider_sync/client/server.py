@@ -33,6 +33,7 @@ from ..errors import (
     ConfigError,
     InvalidArgument,
     McpError,
+    NotConnected,
     RaiderError,
     TaskNotResumable,
     ToolTimeout,
@@ -63,6 +64,7 @@ from .retries import (
     DEFAULT_MAX_ATTEMPTS,
     RETRY_DELAY,
     Retrying,
+    Waiting,
     lost_in_flight,
     never_sent,
     retry_choice,
@@ -172,6 +174,7 @@ class McpServer:
         self.max_attempts = max_attempts
         #: tool calls sent again after the connection broke, since the server was made
         self.retries = 0
+        self._repeats = Waiting()  # calls waiting to be sent again: stop fails them
         self.warnings: list[str] = []
         self._learn(None)  # era, protocol_version, capabilities, server_info, instructions
         self._host = EraHost(
@@ -343,6 +346,8 @@ class McpServer:
         unanswered. Raises InvalidArgument for a negative ``drain``."""
         drain = poll_seconds(drain, "drain", "McpServer.stop") or 0.0  # 0: no drain
         self._tasks.close()  # the tasks run on: their futures fail with TaskDetached
+        self._repeats.close(NotConnected(f"MCP server {self.name!r} was stopped while a "
+                                         f"call waited to be sent again"))
         if drain:
             self._connection.drain(reason or "stopped by the client", drain)
         self._connection.shutdown(grace=True, reason=reason)
@@ -360,6 +365,7 @@ class McpServer:
         self._catalog.reopen()
         self._host.reopen()
         self._tasks.reopen()
+        self._repeats.reopen()
         live.add(self)
 
     def _stopped(self) -> None:
@@ -677,7 +683,8 @@ class McpServer:
                 self.telemetry.retried(self, "tools/call", name)
 
         return Retrying(attempt, whole, max_attempts=self.max_attempts, may_repeat=may_repeat,
-                        back_in=back_in, on_retry=retried, name=self.key).start()
+                        back_in=back_in, on_retry=retried, name=self.key,
+                        waiting=self._repeats).start()
 
     def _task_wire(self, era: Era) -> Any:
         """The tasks wire of ``era``'s connection (None: its calls do not become tasks),

@@ -9,7 +9,7 @@ from raider_sync import ConnectionClosed, InvalidArgument, McpServer, TransportE
 from raider_sync.client.retries import Retrying, safe_to_repeat
 from raider_sync.threads.futures import Deadline
 
-from conftest import config_of, fake_spec
+from conftest import config_of, fake_spec, poll
 
 WAIT = 30.0
 RESTART = {"maxRestarts": 3, "backoffMs": 0}
@@ -160,3 +160,17 @@ def test_what_an_http_failure_says_of_whether_the_request_went_out():
         "Connection aborted.", ConnectionResetError(104, "reset"))), "http://x/mcp")
     assert lost_in_flight(cut) and not never_sent(cut)
     assert not never_sent(TransportError("http://x/mcp: 500", status_code=500))
+
+
+def test_a_stop_fails_a_call_that_waits_to_be_sent_again(tmp_path):
+    from raider_sync import NotConnected
+    spec = fake_spec("crash-once", restart={"backoffMs": 600000},  # the restart is far off
+                     env={"RAIDER_FAKE_RUNS": str(tmp_path)})
+    server = McpServer(spec, kill_grace=0.2)
+    server.start_f().result(WAIT)
+    call = server.call_tool_f("mcp__fake__read-once", {}, timeout=WAIT * 4)
+    poll(lambda: server.retries == 1, WAIT, "the call waiting for its repeat")
+    assert not call.done()
+    server.stop()
+    with pytest.raises(NotConnected, match="stopped while a call waited to be sent again"):
+        call.result(WAIT)
