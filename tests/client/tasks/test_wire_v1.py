@@ -193,6 +193,8 @@ def test_a_task_id_the_server_never_made_is_invalid_params_everywhere(connect):
             send("no-such-task", Deadline(WAIT)).result(WAIT + 5)
         assert caught.value.code == INVALID_PARAMS, send.__name__
         assert "not found" in caught.value.message.lower(), caught.value.message
+    # a cancel that met an unknown task fails with its own refusal, not the get's after it
+    assert "no-such-task" in caught.value.message
     with pytest.raises(McpError) as caught:
         wire.update_f("no-such-task", {}, Deadline(WAIT))
     assert caught.value.code == METHOD_NOT_FOUND and "tasks/result" in caught.value.message
