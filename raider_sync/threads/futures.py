@@ -84,11 +84,12 @@ def rescue(inner: Future, recover: Callable[[BaseException], Future]) -> Future:
         settle(outer, result=None if error is not None else done.result(), error=error)
 
     def inner_done(done: Future) -> None:
-        if outer.done() or done.cancelled() or done.exception() is None:
+        error = None if outer.done() or done.cancelled() else done.exception()
+        if error is None:
             follow(done)
             return
         try:
-            current[0] = recover(done.exception())
+            current[0] = recover(error)
         except BaseException as exc:  # noqa: BLE001 - the recovery's failure is the result
             settle(outer, error=exc)
             return
