@@ -1,0 +1,162 @@
+"""What the 2025-11-25 wire decides without a server: which calls become tasks, what a
+CreateTaskResult and a status notification turn into, and the TaskStatus record itself.
+The era is a stand-in carrying only what the wire reads of it (its name, what the server
+declared); sending is tested against server-everything in test_wire_v1.py."""
+from __future__ import annotations
+
+from concurrent.futures import CancelledError, Future
+from types import SimpleNamespace
+
+import pytest
+
+from raider_sync import ConfigError, McpError
+from raider_sync.client.tasks.records import TaskStatus
+from raider_sync.client.tasks.wire_v1 import (
+    IMMEDIATE_RESPONSE,
+    RELATED_TASK,
+    V1Wire,
+    status_notification,
+    without_related_task,
+)
+from raider_sync.protocol.codes import INTERNAL_ERROR
+from raider_sync.threads.futures import failed, rescue, resolved
+
+OFFERS_TASKS = {"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
+TASK = {"taskId": "t-1", "status": "working", "statusMessage": "Gathering sources...",
+        "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:40:00Z",
+        "ttl": 60000, "pollInterval": 5000}
+CALL = {"name": "research", "arguments": {"topic": "tides"}}
+
+
+def era(capabilities: dict | None = None, name: str = "legacy") -> SimpleNamespace:
+    description = SimpleNamespace(capabilities=OFFERS_TASKS if capabilities is None
+                                  else capabilities)
+    return SimpleNamespace(name=name, description=description)
+
+
+def tool(support: str | None) -> dict:
+    return {"name": "research"} if support is None else {
+        "name": "research", "execution": {"taskSupport": support}}
+
+
+@pytest.mark.parametrize("tasks, support, asked", [
+    ("auto", "required", True), ("auto", "optional", False), ("auto", "forbidden", False),
+    ("auto", None, False), (True, "required", True), (True, "optional", True),
+    (True, "forbidden", False), (False, "required", False), (False, "optional", False),
+])
+def test_declare_asks_a_task_as_the_tool_and_the_option_say(tasks, support, asked):
+    params = V1Wire(era(), tasks=tasks).declare(CALL, tool(support))
+    assert ("task" in params) is asked
+    if asked:
+        assert params == {**CALL, "task": {"ttl": 3_600_000}}
+    assert "task" not in CALL  # the caller's params are never changed in place
+
+
+def test_declare_asks_no_task_of_a_server_that_offers_none():
+    for capabilities in ({}, {"tasks": {"list": {}}}, {"tasks": {"requests": {"sampling": {}}}}):
+        assert V1Wire(era(capabilities)).declare(CALL, tool("required")) is CALL
+
+
+def test_declare_leaves_the_retention_to_the_server_when_asked_to():
+    wire = V1Wire(era(), ttl_ms=None)
+    assert wire.declare(CALL, tool("required"))["task"] == {}
+    assert V1Wire(era(), ttl_ms=5000).declare(CALL, tool("required"))["task"] == {"ttl": 5000}
+    assert wire.declare(CALL, None) is CALL
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"tasks": "yes"}, "tasks"), ({"tasks": 1}, "tasks"), ({"ttl_ms": 0}, "ttl_ms"),
+    ({"ttl_ms": True}, "ttl_ms"), ({"ttl_ms": 1.5}, "ttl_ms"),
+])
+def test_bad_options_are_refused_by_name(options, field):
+    with pytest.raises(ConfigError, match=f"^{field}:"):
+        V1Wire(era(), **options)
+
+
+def test_the_wire_belongs_to_the_handshake_era():
+    with pytest.raises(ValueError, match="handshake era"):
+        V1Wire(era(name="modern"))
+
+
+def test_a_task_id_must_be_a_string():
+    with pytest.raises(ConfigError, match="^task_id:"):
+        V1Wire(era()).get_f("", None)
+
+
+def test_created_reads_the_task_and_keeps_the_immediate_response():
+    result = {"task": dict(TASK), "_meta": {IMMEDIATE_RESPONSE: "Research started."}}
+    status = V1Wire(era()).created(result)
+    assert (status.task_id, status.status, status.status_message) == (
+        "t-1", "working", "Gathering sources...")
+    assert (status.ttl_ms, status.poll_interval_ms) == (60000, 5000)
+    assert status.raw["_meta"][IMMEDIATE_RESPONSE] == "Research started."
+    assert "_meta" not in result["task"]
+
+
+def test_created_is_none_for_an_ordinary_result_and_refuses_a_broken_task():
+    wire = V1Wire(era())
+    assert wire.created({"content": [{"type": "text", "text": "hi"}]}) is None
+    for task in ({"status": "working"}, {"taskId": 7, "status": "working"}, "t-1",
+                 {"taskId": "t-1"}):
+        with pytest.raises(McpError) as caught:
+            wire.created({"task": task})
+        assert caught.value.code == INTERNAL_ERROR
+
+
+def test_a_v1_record_reads_the_wire_names_and_knows_the_terminal_statuses():
+    status = TaskStatus.from_v1({**TASK, "ttl": None, "pollInterval": "soon"})
+    assert (status.ttl_ms, status.poll_interval_ms) == (None, None)  # null ttl: unlimited
+    assert (status.input_requests, status.result, status.error) == (None, None, None)
+    assert not status.terminal
+    assert [TaskStatus.from_v1({**TASK, "status": s}).terminal for s in (
+        "input_required", "completed", "failed", "cancelled")] == [False, True, True, True]
+
+
+def test_a_v2_record_reads_the_extension_names_and_strips_the_inlined_result_type():
+    status = TaskStatus.from_v2({"resultType": "complete", "taskId": "t-2", "status": "completed",
+                                 "createdAt": "c", "lastUpdatedAt": "u", "ttlMs": 900000,
+                                 "pollIntervalMs": 5000,
+                                 "result": {"resultType": "complete", "content": []}})
+    assert (status.ttl_ms, status.poll_interval_ms, status.result) == (900000, 5000,
+                                                                        {"content": []})
+    asking = TaskStatus.from_v2({"taskId": "t-2", "status": "input_required",
+                                 "inputRequests": {"k": {"method": "elicitation/create"}}})
+    assert asking.input_requests == {"k": {"method": "elicitation/create"}}
+    failing = TaskStatus.from_v2({"taskId": "t-2", "status": "failed",
+                                  "error": {"code": -32603, "message": "boom"}})
+    assert failing.error == {"code": -32603, "message": "boom"} and failing.terminal
+
+
+def test_the_result_loses_only_its_related_task_meta():
+    assert without_related_task({"content": [], "_meta": {RELATED_TASK: {"taskId": "t"}}}
+                                ) == {"content": []}
+    kept = without_related_task({"content": [], "_meta": {RELATED_TASK: {}, "trace": "x"}})
+    assert kept == {"content": [], "_meta": {"trace": "x"}}
+    assert without_related_task({"isError": True}) == {"isError": True}
+
+
+def test_a_status_notification_becomes_a_task_status():
+    status = status_notification("notifications/tasks/status", {**TASK, "status": "completed"})
+    assert (status.task_id, status.status, status.terminal) == ("t-1", "completed", True)
+    assert status_notification("notifications/progress", TASK) is None
+    assert status_notification("notifications/tasks/status", {"status": "working"}) is None
+
+
+def test_rescue_follows_the_recovery_only_when_the_first_future_fails():
+    assert rescue(resolved(1), lambda error: resolved(2)).result(1) == 1
+    assert rescue(failed(KeyError("k")), lambda error: resolved(2)).result(1) == 2
+
+    def refuse(error: BaseException) -> Future:
+        raise error
+
+    with pytest.raises(KeyError):
+        rescue(failed(KeyError("k")), refuse).result(1)
+
+
+def test_cancelling_a_rescued_future_cancels_the_recovery_under_way():
+    first, second = Future(), Future()
+    outer = rescue(first, lambda error: second)
+    first.set_exception(KeyError("k"))
+    assert outer.cancel() and second.cancelled()
+    with pytest.raises(CancelledError):
+        outer.result(1)
