@@ -1,18 +1,24 @@
 """The 2025-11-25 tasks wire (experimental ``tasks``, SEP-1686), handshake era only.
 
-    wire = V1Wire(era)                         # the connection's HandshakeEra
+    wire = WireV1(send)                        # the server's one request path
     params = wire.declare({"name": "research", "arguments": {...}}, tool)  # + task: {ttl}
     status = wire.created(call_result)         # TaskStatus, or None for an ordinary result
     wire.get_f(status.task_id, Deadline(10))   # tasks/get -> TaskStatus
-    wire.result_f(status.task_id, Deadline(600))   # tasks/result -> the CallToolResult
+    wire.outcome_f(status, Deadline(600))      # tasks/result -> the terminal TaskStatus
 
-A tool runs as a task when the server declares ``tasks.requests.tools.call`` and the tool's
-``execution.taskSupport`` is ``"required"`` (or ``"optional"``, with ``tasks=True``); the
-server answers ``{"task": {...}}`` at once. ``tasks/result`` blocks on the server until the
-task ends: while it is open, a server whose task is ``input_required`` sends its
-``elicitation/create`` or ``sampling/createMessage`` on that request's stream (stdio:
-between the other messages; Streamable HTTP: the SSE answer of its POST), and the client's
-ordinary handlers answer them, as any server request. There is no ``tasks/update``.
+A tool runs as a task when the server declares ``tasks.requests.tools.call`` (checked where
+the wire is chosen, :mod:`.choice`) and the tool's ``execution.taskSupport`` is
+``"required"`` (or ``"optional"``, with ``tasks=True``); the server answers
+``{"task": {...}}`` at once. ``tasks/get`` shows the task, never its result:
+``tasks/result`` gives that, and blocks on the server until the task ends. While it is
+open, a server whose task is ``input_required`` sends its ``elicitation/create`` or
+``sampling/createMessage`` on that request's stream (stdio: between the other messages;
+Streamable HTTP: the SSE answer of its POST), and the client's ordinary handlers answer
+them, as any server request. There is no ``tasks/update``.
+
+In this wire a tool's ``isError`` result ends its task ``failed`` (v2 says ``completed``);
+:meth:`WireV1.outcome_f` tells the two failures apart by what ``tasks/result`` answers: a
+result (the tool's error, the call's result as ever) or a JSON-RPC error (the task's error).
 
 A server MAY also send ``notifications/tasks/status`` (params: the Task) unasked;
 :func:`status_notification` turns one into a TaskStatus.
@@ -20,13 +26,14 @@ A server MAY also send ``notifications/tasks/status`` (params: the Task) unasked
 from __future__ import annotations
 
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from ...errors import ConfigError, McpError
-from ...protocol.codes import INVALID_PARAMS, METHOD_NOT_FOUND
-from ...threads.futures import Deadline, rescue, then
+from ...protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from ...threads.futures import Deadline, failed, rescue, resolved, then
 from .records import TaskStatus
-from .wire import TaskWire
+from .wire import Send, TaskWire
 
 #: what a receiver puts in ``_meta`` of everything that belongs to a task
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -38,54 +45,38 @@ STATUS_NOTIFICATION = "notifications/tasks/status"
 DEFAULT_TTL_MS = 3_600_000
 
 
-class V1Wire(TaskWire):
-    """The 2025-11-25 wire over ``era`` (a connection's HandshakeEra, whose ``request_f``
-    sends and whose ``description.capabilities`` are read at each :meth:`declare`).
-
-    ``tasks``: "auto" (default: only ``required`` tools run as tasks), True (``optional``
-    ones too) or False (never). ``ttl_ms``: the retention asked of the server (it may
-    choose another), None to leave it to the server. Raises ConfigError naming the option
-    for a bad one, ValueError for an era other than the handshake era."""
+class WireV1(TaskWire):
+    """The 2025-11-25 wire over ``send`` (the server's request path). ``ttl_ms``: the
+    retention asked of the server (it may choose another), None to leave it to the server.
+    Raises ConfigError naming the option for a bad one."""
 
     name = "v1"
+    needs_tool = True  # whether a call asks for a task depends on the tool's taskSupport
+    #: the task's input goes through the open ``tasks/result``, not through tasks/update
+    streams_input = True
 
-    def __init__(self, era: Any, *, tasks: bool | str = "auto",
-                 ttl_ms: int | None = DEFAULT_TTL_MS):
-        if getattr(era, "name", None) != "legacy":
-            raise ValueError("the 2025-11-25 tasks wire belongs to the handshake era, not "
-                             f"{getattr(era, 'name', type(era).__name__)!r}")
-        if not (tasks is True or tasks is False or tasks == "auto"):
-            raise ConfigError(f"tasks: expected 'auto', True or False, not {tasks!r}")
+    def __init__(self, send: Send, *, ttl_ms: int | None = DEFAULT_TTL_MS):
         if ttl_ms is not None and (isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int)
                                    or ttl_ms <= 0):
             raise ConfigError(f"ttl_ms: expected a positive number of milliseconds or None, "
                               f"not {ttl_ms!r}")
-        self.era = era
-        self.tasks = tasks
+        super().__init__(send)
         self.ttl_ms = ttl_ms
 
     # -- the call --------------------------------------------------------------------------
 
-    def offered(self) -> bool:
-        """True when the server declares task-augmented ``tools/call``."""
-        capabilities = self.era.description.capabilities
-        tasks = capabilities.get("tasks") if isinstance(capabilities, dict) else None
-        requests = tasks.get("requests") if isinstance(tasks, dict) else None
-        tools = requests.get("tools") if isinstance(requests, dict) else None
-        return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
-
-    def declare(self, params: dict, tool: dict | None) -> dict:
-        """``params`` with ``task: {ttl}`` added for a tool to run as a task; unchanged for
-        any other (and for every tool of a server that does not offer tasks: a client MUST
-        NOT ask them of it)."""
+    def declare(self, params: dict, tool: dict | None, mode: Any = "auto") -> dict:
+        """``params`` with ``task: {ttl}`` added for a tool to run as a task (``required``,
+        or ``optional`` when ``mode`` is True); unchanged for any other, and for every tool
+        when ``mode`` is False."""
         execution = tool.get("execution") if isinstance(tool, dict) else None
         support = execution.get("taskSupport") if isinstance(execution, dict) else None
-        wanted = support == "required" or (support == "optional" and self.tasks is True)
-        if self.tasks is False or not wanted or not self.offered():
+        wanted = support == "required" or (support == "optional" and mode is True)
+        if mode is False or not wanted:
             return params
         return {**params, "task": {} if self.ttl_ms is None else {"ttl": self.ttl_ms}}
 
-    def created(self, result: dict) -> TaskStatus | None:
+    def created(self, result: Any) -> TaskStatus | None:
         """The TaskStatus of a CreateTaskResult (``{"task": {...}}``), whose ``raw`` keeps
         the result's ``_meta`` (:data:`IMMEDIATE_RESPONSE` among it); None for any other
         result. Raises McpError for a ``task`` that is not a Task."""
@@ -96,7 +87,11 @@ class V1Wire(TaskWire):
         if isinstance(task, dict) and isinstance(meta, dict):
             own = task.get("_meta")
             task = {**task, "_meta": {**(own if isinstance(own, dict) else {}), **meta}}
-        return TaskStatus.from_v1(task)
+        try:
+            return TaskStatus.from_v1(task)
+        except McpError as exc:
+            raise McpError(INTERNAL_ERROR, f"tools/call answered a task that is not one: "
+                                           f"{exc.message}") from None
 
     # -- the tasks/* requests --------------------------------------------------------------
 
@@ -106,10 +101,11 @@ class V1Wire(TaskWire):
         return self._send("tasks/get", task_id, deadline, TaskStatus.from_v1)
 
     def update_f(self, task_id: str, responses: dict, deadline: Deadline) -> Future:
-        """Raises McpError: this wire has no ``tasks/update``."""
-        raise McpError(METHOD_NOT_FOUND, "the 2025-11-25 tasks wire has no tasks/update: a "
-                                         "task's input goes through tasks/result, where the "
-                                         "client's handlers answer the server's requests")
+        """A failed future (McpError -32601): this wire has no ``tasks/update``."""
+        return failed(McpError(METHOD_NOT_FOUND, "the 2025-11-25 tasks wire has no "
+                                                 "tasks/update: a task's input goes through "
+                                                 "tasks/result, where the client's handlers "
+                                                 "answer the server's requests"))
 
     def cancel_f(self, task_id: str, deadline: Deadline) -> Future:
         """A future of the task's TaskStatus after ``tasks/cancel`` (``cancelled``).
@@ -139,13 +135,56 @@ class V1Wire(TaskWire):
         stream reach the client's handlers. ``deadline`` bounds the whole wait."""
         return self._send("tasks/result", task_id, deadline, without_related_task)
 
+    def outcome_f(self, status: TaskStatus, deadline: Deadline) -> Future:
+        """A future of the task's terminal TaskStatus carrying what the caller gets, from
+        ``tasks/result`` (opened as soon as the task is ``input_required``, or once it
+        ended): ``completed`` or ``failed`` with ``result`` (the tool's result; an
+        ``isError`` one ends a v1 task ``failed``); ``failed`` with ``error`` (the call's
+        JSON-RPC error); ``cancelled`` (the server keeps no result of it). A JSON-RPC
+        error of ``tasks/result`` is told apart by one ``tasks/get``: the future fails
+        with the error when the task is gone (-32602: TaskExpired to the follower) or
+        still running."""
+        task_id = status.task_id
+        if status.status == "cancelled":
+            return resolved(status)
+        # opened early (input_required): the message of then is not the outcome's
+        base = status if status.terminal else replace(status, status_message=None,
+                                                      last_updated_at=None)
+
+        def answered(result: Any) -> TaskStatus:
+            if not isinstance(result, dict):
+                raise McpError(INTERNAL_ERROR, f"tasks/result of task {task_id} answered "
+                                               f"{type(result).__name__}, not an object")
+            ended = "failed" if result.get("isError") is True else "completed"
+            return replace(base, status=ended, result=result, error=None)
+
+        def refused(error: BaseException) -> Future:
+            if not isinstance(error, McpError):
+                raise error
+
+            def look(seen: TaskStatus) -> TaskStatus:
+                if not seen.terminal:
+                    raise error
+                if seen.status == "cancelled":
+                    return seen
+                return replace(seen, status="failed", result=None, error={
+                    "code": error.code, "message": error.message,
+                    **({"data": error.data} if error.data is not None else {})})
+
+            def gone(_: BaseException) -> Future:
+                raise error
+
+            return rescue(then(self.get_f(task_id, deadline), look), gone)
+
+        return rescue(then(self.result_f(task_id, deadline), answered), refused)
+
     def _send(self, method: str, task_id: str, deadline: Deadline, transform: Any) -> Future:
         if not isinstance(task_id, str) or not task_id:
-            raise ConfigError(f"task_id: expected a non-empty string, not {task_id!r}")
-        return self.era.request_f(method, {"taskId": task_id}, deadline=deadline,
-                                  transform=transform, inline=False,
-                                  timeout_message=f"{method} of task {task_id} timed out "
-                                                  f"after {deadline.seconds:g} s")
+            return failed(ConfigError(f"task_id: expected a non-empty string, not "
+                                      f"{task_id!r}"))
+        return self.send(method, {"taskId": task_id}, deadline, transform=transform,
+                         timeout_message=f"{method} of task {task_id} timed out after "
+                                         f"{deadline.seconds:g} s")
 
 
 def without_related_task(result: Any) -> Any:

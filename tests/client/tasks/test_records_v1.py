@@ -1,25 +1,26 @@
-"""What the 2025-11-25 wire decides without a server: which calls become tasks, what a
-CreateTaskResult and a status notification turn into, and the TaskStatus record itself.
-The era is a stand-in carrying only what the wire reads of it (its name, what the server
-declared); sending is tested against server-everything in test_wire_v1.py."""
+"""What the 2025-11-25 wire decides without a server: which calls become tasks (and which
+servers' calls may), what a CreateTaskResult and a status notification turn into, and the
+TaskStatus record itself. ``send`` is a stand-in that sends nothing; sending is tested
+against server-everything in test_wire_v1.py."""
 from __future__ import annotations
 
 from concurrent.futures import CancelledError, Future
-from types import SimpleNamespace
 
 import pytest
 
-from raider_sync import ConfigError, McpError
+from raider_sync import ConfigError, McpError, TaskHandle, TaskNotResumable
+from raider_sync.client.tasks.choice import wire_for, wire_named
 from raider_sync.client.tasks.records import TaskStatus
 from raider_sync.client.tasks.wire_v1 import (
     IMMEDIATE_RESPONSE,
     RELATED_TASK,
-    V1Wire,
+    WireV1,
     status_notification,
     without_related_task,
 )
-from raider_sync.protocol.codes import INTERNAL_ERROR
-from raider_sync.threads.futures import failed, rescue, resolved
+from raider_sync.client.tasks.wire_v2 import WireV2
+from raider_sync.protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
+from raider_sync.threads.futures import Deadline, failed, rescue, resolved
 
 OFFERS_TASKS = {"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
 TASK = {"taskId": "t-1", "status": "working", "statusMessage": "Gathering sources...",
@@ -28,10 +29,8 @@ TASK = {"taskId": "t-1", "status": "working", "statusMessage": "Gathering source
 CALL = {"name": "research", "arguments": {"topic": "tides"}}
 
 
-def era(capabilities: dict | None = None, name: str = "legacy") -> SimpleNamespace:
-    description = SimpleNamespace(capabilities=OFFERS_TASKS if capabilities is None
-                                  else capabilities)
-    return SimpleNamespace(name=name, description=description)
+def send(method: str, params: dict, deadline, **options) -> Future:
+    raise AssertionError(f"{method} sent: this wire was to decide without a server")
 
 
 def tool(support: str | None) -> dict:
@@ -45,47 +44,57 @@ def tool(support: str | None) -> dict:
     (True, "forbidden", False), (False, "required", False), (False, "optional", False),
 ])
 def test_declare_asks_a_task_as_the_tool_and_the_option_say(tasks, support, asked):
-    params = V1Wire(era(), tasks=tasks).declare(CALL, tool(support))
+    assert WireV1.needs_tool  # the call's tool listing is handed to declare
+    params = WireV1(send).declare(CALL, tool(support), tasks)
     assert ("task" in params) is asked
     if asked:
         assert params == {**CALL, "task": {"ttl": 3_600_000}}
     assert "task" not in CALL  # the caller's params are never changed in place
 
 
-def test_declare_asks_no_task_of_a_server_that_offers_none():
+def test_no_wire_asks_a_task_of_a_handshake_server_that_offers_none():
     for capabilities in ({}, {"tasks": {"list": {}}}, {"tasks": {"requests": {"sampling": {}}}}):
-        assert V1Wire(era(capabilities)).declare(CALL, tool("required")) is CALL
+        assert wire_for("legacy", capabilities, send) is None
+    assert isinstance(wire_for("legacy", OFFERS_TASKS, send), WireV1)
+    assert isinstance(wire_for("modern", {}, send), WireV2)  # the stateless era's own wire
 
 
 def test_declare_leaves_the_retention_to_the_server_when_asked_to():
-    wire = V1Wire(era(), ttl_ms=None)
+    wire = WireV1(send, ttl_ms=None)
     assert wire.declare(CALL, tool("required"))["task"] == {}
-    assert V1Wire(era(), ttl_ms=5000).declare(CALL, tool("required"))["task"] == {"ttl": 5000}
+    assert WireV1(send, ttl_ms=5000).declare(CALL, tool("required"))["task"] == {"ttl": 5000}
     assert wire.declare(CALL, None) is CALL
 
 
 @pytest.mark.parametrize("options, field", [
-    ({"tasks": "yes"}, "tasks"), ({"tasks": 1}, "tasks"), ({"ttl_ms": 0}, "ttl_ms"),
-    ({"ttl_ms": True}, "ttl_ms"), ({"ttl_ms": 1.5}, "ttl_ms"),
+    ({"ttl_ms": 0}, "ttl_ms"), ({"ttl_ms": True}, "ttl_ms"), ({"ttl_ms": 1.5}, "ttl_ms"),
 ])
 def test_bad_options_are_refused_by_name(options, field):
     with pytest.raises(ConfigError, match=f"^{field}:"):
-        V1Wire(era(), **options)
+        WireV1(send, **options)
 
 
 def test_the_wire_belongs_to_the_handshake_era():
-    with pytest.raises(ValueError, match="handshake era"):
-        V1Wire(era(name="modern"))
+    handle = TaskHandle("everything", "http://h/mcp", "http", "v1", "2025-11-25", "t-1")
+    assert isinstance(wire_named("v1", "legacy", send, handle), WireV1)
+    with pytest.raises(TaskNotResumable, match="v1 task.*modern era"):
+        wire_named("v1", "modern", send, handle)
 
 
 def test_a_task_id_must_be_a_string():
     with pytest.raises(ConfigError, match="^task_id:"):
-        V1Wire(era()).get_f("", None)
+        WireV1(send).get_f("", Deadline(1)).result(1)
+
+
+def test_there_is_no_tasks_update_on_this_wire():
+    with pytest.raises(McpError) as caught:
+        WireV1(send).update_f("t-1", {}, Deadline(1)).result(1)
+    assert caught.value.code == METHOD_NOT_FOUND and "tasks/result" in caught.value.message
 
 
 def test_created_reads_the_task_and_keeps_the_immediate_response():
     result = {"task": dict(TASK), "_meta": {IMMEDIATE_RESPONSE: "Research started."}}
-    status = V1Wire(era()).created(result)
+    status = WireV1(send).created(result)
     assert (status.task_id, status.status, status.status_message) == (
         "t-1", "working", "Gathering sources...")
     assert (status.ttl_ms, status.poll_interval_ms) == (60000, 5000)
@@ -94,7 +103,7 @@ def test_created_reads_the_task_and_keeps_the_immediate_response():
 
 
 def test_created_is_none_for_an_ordinary_result_and_refuses_a_broken_task():
-    wire = V1Wire(era())
+    wire = WireV1(send)
     assert wire.created({"content": [{"type": "text", "text": "hi"}]}) is None
     for task in ({"status": "working"}, {"taskId": 7, "status": "working"}, "t-1",
                  {"taskId": "t-1"}):

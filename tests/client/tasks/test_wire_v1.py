@@ -2,8 +2,8 @@
 ``required`` task tool: four stages of about a second, ttl 300000, pollInterval 1000; an
 elicitation on the tasks/result stream when ``ambiguous``), over stdio and Streamable HTTP.
 
-The wire is used directly, around the connected McpServer's era: the call that creates the
-task goes through the server's ordinary request path (``McpServer.request``).
+The wire is used directly, on the connected McpServer's request path (the one its task
+followers use): the call that creates the task goes through ``McpServer.request``.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from raider_sync import McpError, McpServer
 from raider_sync.client.tasks.records import TaskStatus
-from raider_sync.client.tasks.wire_v1 import RELATED_TASK, V1Wire, status_notification
+from raider_sync.client.tasks.wire_v1 import RELATED_TASK, WireV1, status_notification
 from raider_sync.protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from raider_sync.threads.futures import Deadline
 
@@ -74,9 +74,9 @@ def connect(transport):
 
 
 def start_research(server: McpServer, topic: str, ambiguous: bool = False
-                   ) -> tuple[V1Wire, TaskStatus]:
+                   ) -> tuple[WireV1, TaskStatus]:
     """The wire around ``server``'s era, and the task it created for ``topic``."""
-    wire = V1Wire(server._connection.era)
+    wire = WireV1(server._task_send)
     tool = next(t for t in server.list_tools(WAIT) if t["name"] == TOOL)
     params = wire.declare({"name": "simulate-research-query",
                            "arguments": {"topic": topic, "ambiguous": ambiguous}}, tool)
@@ -86,11 +86,11 @@ def start_research(server: McpServer, topic: str, ambiguous: bool = False
     return wire, created
 
 
-def get(wire: V1Wire, task_id: str) -> TaskStatus:
+def get(wire: WireV1, task_id: str) -> TaskStatus:
     return wire.get_f(task_id, Deadline(WAIT)).result(WAIT + 5)
 
 
-def poll_until(wire: V1Wire, created: TaskStatus, wanted, bound: float = WAIT) -> list[TaskStatus]:
+def poll_until(wire: WireV1, created: TaskStatus, wanted, bound: float = WAIT) -> list[TaskStatus]:
     """tasks/get at the task's pollInterval until ``wanted(status)`` (bounded); every
     status seen."""
     end = time.monotonic() + bound
@@ -187,7 +187,7 @@ def test_cancelling_a_working_task_and_cancelling_it_again(connect):
 
 def test_a_task_id_the_server_never_made_is_invalid_params_everywhere(connect):
     server = connect()
-    wire = V1Wire(server._connection.era)
+    wire = WireV1(server._task_send)
     for send in (wire.get_f, wire.result_f, wire.cancel_f):
         with pytest.raises(McpError) as caught:
             send("no-such-task", Deadline(WAIT)).result(WAIT + 5)
@@ -196,7 +196,7 @@ def test_a_task_id_the_server_never_made_is_invalid_params_everywhere(connect):
     # a cancel that met an unknown task fails with its own refusal, not the get's after it
     assert "no-such-task" in caught.value.message
     with pytest.raises(McpError) as caught:
-        wire.update_f("no-such-task", {}, Deadline(WAIT))
+        wire.update_f("no-such-task", {}, Deadline(WAIT)).result(WAIT)
     assert caught.value.code == METHOD_NOT_FOUND and "tasks/result" in caught.value.message
 
 
@@ -212,7 +212,7 @@ def test_a_task_belongs_to_its_http_session(http_peer):
         poll(lambda: TOOL in owner.tool_names, WAIT, "simulate-research-query listed")
         wire, created = start_research(owner, "lighthouses")
         with pytest.raises(McpError) as caught:
-            get(V1Wire(stranger._connection.era), created.task_id)
+            get(WireV1(stranger._task_send), created.task_id)
         assert caught.value.code == INVALID_PARAMS
         assert get(wire, created.task_id).task_id == created.task_id
         wire.cancel_f(created.task_id, Deadline(WAIT)).result(WAIT + 5)
