@@ -8,7 +8,15 @@ from concurrent.futures import CancelledError, Future
 
 import pytest
 
-from raider_sync import ConfigError, McpError, TaskHandle, TaskNotResumable
+from raider_sync import (
+    ConfigError,
+    McpError,
+    TaskFailed,
+    TaskFuture,
+    TaskHandle,
+    TaskNotResumable,
+)
+from raider_sync.client.tasks import FollowOptions, TaskTracker
 from raider_sync.client.tasks.choice import wire_for, wire_named
 from raider_sync.client.tasks.records import TaskStatus
 from raider_sync.client.tasks.wire_v1 import (
@@ -19,7 +27,7 @@ from raider_sync.client.tasks.wire_v1 import (
     without_related_task,
 )
 from raider_sync.client.tasks.wire_v2 import WireV2
-from raider_sync.protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
+from raider_sync.protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from raider_sync.threads.futures import Deadline, failed, rescue, resolved
 
 OFFERS_TASKS = {"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
@@ -169,3 +177,87 @@ def test_cancelling_a_rescued_future_cancels_the_recovery_under_way():
     assert outer.cancel() and second.cancelled()
     with pytest.raises(CancelledError):
         outer.result(1)
+
+
+# -- the outcome: tasks/result, since a v1 tasks/get carries no result -------------------------
+
+def scripted(**answers):
+    """A ``send`` answering each method with its entry of ``answers`` (an exception fails
+    the request), through the wire's transform; the methods sent, in order."""
+    sent: list[str] = []
+
+    def send(method: str, params: dict, deadline, *, transform=None, **options) -> Future:
+        sent.append(method)
+        answer = answers[method.replace("/", "_")]
+        if isinstance(answer, BaseException):
+            return failed(answer)
+        return resolved(transform(answer) if transform is not None else answer)
+    return send, sent
+
+
+ENDED = TaskStatus.from_v1({**TASK, "status": "failed", "statusMessage": "Tool failed",
+                            "ttl": None})  # kept as long as the server likes: no expiry
+TOOL_ERROR = {"content": [{"type": "text", "text": "no such topic"}], "isError": True,
+              "_meta": {RELATED_TASK: {"taskId": "t-1"}}}
+
+
+def test_a_failed_task_with_an_is_error_result_ends_with_that_result():
+    send, sent = scripted(tasks_result=TOOL_ERROR)
+    outcome = WireV1(send).outcome_f(ENDED, Deadline(5)).result(5)
+    assert (outcome.status, outcome.error) == ("failed", None)
+    assert outcome.result == {"content": TOOL_ERROR["content"], "isError": True}
+    assert sent == ["tasks/result"]
+
+
+def test_a_failed_task_with_a_json_rpc_error_ends_with_that_error():
+    send, sent = scripted(tasks_result=McpError(-32000, "quota", {"left": 0}),
+                          tasks_get={**TASK, "status": "failed"})
+    outcome = WireV1(send).outcome_f(ENDED, Deadline(5)).result(5)
+    assert (outcome.status, outcome.result) == ("failed", None)
+    assert outcome.error == {"code": -32000, "message": "quota", "data": {"left": 0}}
+    assert sent == ["tasks/result", "tasks/get"]
+
+
+def test_a_task_cancelled_meanwhile_is_cancelled_and_a_gone_one_fails_with_the_error():
+    send, _ = scripted(tasks_result=McpError(INTERNAL_ERROR, "no result stored"),
+                       tasks_get={**TASK, "status": "cancelled"})
+    working = TaskStatus.from_v1({**TASK, "status": "input_required"})
+    assert WireV1(send).outcome_f(working, Deadline(5)).result(5).status == "cancelled"
+    send, _ = scripted(tasks_result=McpError(INVALID_PARAMS, "Task not found"),
+                       tasks_get=McpError(INVALID_PARAMS, "Task not found"))
+    with pytest.raises(McpError, match="Task not found") as caught:
+        WireV1(send).outcome_f(ENDED, Deadline(5)).result(5)
+    assert caught.value.code == INVALID_PARAMS  # the follower's TaskExpired
+    send, sent = scripted()  # a cancelled task has no result to ask for
+    cancelled = TaskStatus.from_v1({**TASK, "status": "cancelled"})
+    assert WireV1(send).outcome_f(cancelled, Deadline(5)).result(5) is cancelled and not sent
+
+
+def test_an_outcome_asked_early_forgets_the_message_of_then():
+    send, _ = scripted(tasks_result={"content": []})
+    asking = TaskStatus.from_v1({**TASK, "status": "input_required",
+                                 "statusMessage": "Requesting clarification..."})
+    outcome = WireV1(send).outcome_f(asking, Deadline(5)).result(5)
+    assert (outcome.status, outcome.status_message, outcome.result) == ("completed", None,
+                                                                        {"content": []})
+
+
+def follow_ended(send, shape) -> TaskFuture:
+    """A TaskTracker following ENDED on the 2025-11-25 wire over ``send``: its future."""
+    tracker = TaskTracker(send=send, answer=None, pool=None, request_timeout=lambda: 5.0,
+                          name="t", identity=lambda: {
+                              "server": "s", "fingerprint": "f", "transport": "http",
+                              "instance": None, "session": None, "protocol_version": None})
+    future = TaskFuture()
+    tracker.follow(future, WireV1(send), ENDED, FollowOptions(tool="research", shape=shape,
+                                                              on_status=None, bound=5.0))
+    return future
+
+
+def test_a_tool_error_that_failed_its_task_is_the_calls_result_as_in_v2():
+    send, _ = scripted(tasks_result=TOOL_ERROR)
+    assert follow_ended(send, dict).result(5)["isError"] is True
+    send, _ = scripted(tasks_result=McpError(-32000, "quota"), tasks_get=ENDED.raw)
+    with pytest.raises(TaskFailed, match="quota") as caught:
+        follow_ended(send, dict).result(5)
+    assert caught.value.code == -32000 and caught.value.handle.era == "v1"

@@ -19,58 +19,10 @@ from raider_sync.client.tasks.wire_v1 import RELATED_TASK, WireV1, status_notifi
 from raider_sync.protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from raider_sync.threads.futures import Deadline
 
-from conftest import EVERYTHING_JS, config_of, everything_available, poll
-from fakes.http_peers import HttpPeer
+from conftest import poll
 
 WAIT = 30.0
 TOOL = "mcp__everything__simulate-research-query"
-
-
-def need_everything() -> None:
-    if not everything_available():
-        pytest.skip("server-everything is not installed: run `make peers`")
-
-
-@pytest.fixture(scope="module")
-def http_peer():
-    """server-everything over Streamable HTTP, one process for the module."""
-    need_everything()
-    peer = HttpPeer.everything().start()
-    yield peer
-    peer.close()
-
-
-@pytest.fixture(scope="module", params=["stdio", "http"])
-def transport(request):
-    """The transport of the test, with the module's HTTP peer when it is "http" (started
-    before the test's own leak check)."""
-    need_everything()
-    return request.param, (request.getfixturevalue("http_peer") if request.param == "http"
-                           else None)
-
-
-@pytest.fixture
-def connect(transport):
-    """``connect(**options)``: a McpServer on server-everything over the transport,
-    connected, with simulate-research-query listed; stopped afterwards."""
-    servers: list[McpServer] = []
-    kind, peer = transport
-
-    def make(**options) -> McpServer:
-        spec = (peer.spec("everything") if kind == "http" else config_of(
-            {"everything": {"command": "node", "args": [EVERYTHING_JS, "stdio"]}}
-        ).server("everything"))
-        server = McpServer(spec, protocol="legacy", kill_grace=0.5, **options)
-        servers.append(server)
-        server.start_f().result(WAIT)
-        assert server.status == "connected", server.reason
-        # registered after notifications/initialized, announced with tools/list_changed
-        poll(lambda: TOOL in server.tool_names, WAIT, "simulate-research-query listed")
-        return server
-
-    yield make
-    for server in servers:
-        server.stop()
 
 
 def start_research(server: McpServer, topic: str, ambiguous: bool = False
