@@ -194,13 +194,20 @@ class TaskFollower:
         get.add_done_callback(self._got)
 
     def _got(self, get: Future) -> None:
-        if self._finished or get.cancelled():
-            return
-        error = get.exception()
+        status = self._answered(get)
+        if status is not None:
+            self._seen(status)
+
+    def _answered(self, request: Future) -> TaskStatus | None:
+        """The TaskStatus a tasks/* request answered; None when the follow is over, or the
+        request failed (then its error ended the follow)."""
+        if self._finished or request.cancelled():
+            return None
+        error = request.exception()
         if error is not None:
             self._failed_request(error)
-            return
-        self._seen(get.result())
+            return None
+        return request.result()
 
     def _seen(self, status: TaskStatus, first: bool = False) -> None:
         """A status the server showed: tell ``on_status`` of a change, settle a terminal
@@ -251,13 +258,9 @@ class TaskFollower:
         outcome.add_done_callback(self._outcome_done)
 
     def _outcome_done(self, outcome: Future) -> None:
-        if self._finished or outcome.cancelled():
+        status = self._answered(outcome)
+        if status is None:
             return
-        error = outcome.exception()
-        if error is not None:
-            self._failed_request(error)
-            return
-        status = outcome.result()
         if status.status != self.status.status:  # answered before a poll showed the end
             self.status = status
             self._announce(status)

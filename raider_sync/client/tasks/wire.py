@@ -13,12 +13,22 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ...errors import McpError
-from ...protocol.codes import METHOD_NOT_FOUND
+from ...protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
 from ...threads.futures import Deadline, failed, resolved
 from .records import TaskStatus
 
 #: ``send(method, params, deadline, **options)``: a future of the answer's result
 Send = Callable[..., Future]
+
+
+def task_of(read: Callable[[Any], TaskStatus], answer: Any) -> TaskStatus:
+    """``read(answer)``: the task a ``tools/call`` answer carries. Raises McpError saying
+    the answer is no task, with what ``read`` found wrong."""
+    try:
+        return read(answer)
+    except McpError as exc:
+        raise McpError(INTERNAL_ERROR, f"tools/call answered a task that is not one: "
+                                       f"{exc.message}") from None
 
 
 class TaskWire:

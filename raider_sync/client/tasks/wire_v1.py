@@ -33,7 +33,7 @@ from ...errors import ConfigError, McpError
 from ...protocol.codes import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 from ...threads.futures import Deadline, failed, rescue, resolved, then
 from .records import TaskStatus
-from .wire import Send, TaskWire
+from .wire import Send, TaskWire, task_of
 
 #: what a receiver puts in ``_meta`` of everything that belongs to a task
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -87,11 +87,7 @@ class WireV1(TaskWire):
         if isinstance(task, dict) and isinstance(meta, dict):
             own = task.get("_meta")
             task = {**task, "_meta": {**(own if isinstance(own, dict) else {}), **meta}}
-        try:
-            return TaskStatus.from_v1(task)
-        except McpError as exc:
-            raise McpError(INTERNAL_ERROR, f"tools/call answered a task that is not one: "
-                                           f"{exc.message}") from None
+        return task_of(TaskStatus.from_v1, task)
 
     # -- the tasks/* requests --------------------------------------------------------------
 
