@@ -8,7 +8,11 @@ handlers may block (a person answering), are answered on the server's input pool
 
 Polls honour the server's ``pollIntervalMs`` (it may change with each answer), never more
 often than every :data:`POLL_FLOOR` s nor less than every :data:`POLL_CAP` s
-(:data:`POLL_DEFAULT` s when the server names none).
+(:data:`POLL_DEFAULT` s when the server names none). A status the server sends unasked (the
+2025-11-25 ``notifications/tasks/status``) counts as a poll's answer. Where ``tasks/get``
+carries no result (2025-11-25), the wire is asked once for the task's outcome
+(:meth:`~.wire.TaskWire.outcome_f`: ``tasks/result``, opened as soon as the task is
+``input_required``, since the server asks its questions on that request's stream).
 """
 from __future__ import annotations
 
@@ -214,8 +218,9 @@ class TaskFollower:
         task, answer new input requests, poll again."""
         if self._finished:
             return
-        changed = first or status.changed_from(self.status)
-        self.status = status
+        with self._lock:  # a poll's answer and a notification may come at once: one is news
+            changed = first or status.changed_from(self.status)
+            self.status = status
         if changed:
             if not first and self.options.idle:  # a change is progress: the wait starts anew
                 self.deadline = min(time.monotonic() + self.options.idle, self._cap)
