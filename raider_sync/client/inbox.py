@@ -3,13 +3,14 @@
 :class:`Inbox` takes a connection's notifications and requests to the client (on the
 session's notification and request threads): listen notifications to the eras' subscriptions,
 list changes to the catalog, log messages to the server's stdlib logger and ``on_log``,
-resource updates to ``on_resource_updated``, requests to the client's handlers. A user's
-callback that raises is logged, never let out: it must not stop the dispatch.
+resource updates to ``on_resource_updated``, task statuses to the tasks followed, requests
+to the client's handlers. A user's callback that raises is logged, never let out: it must
+not stop the dispatch.
 """
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from .capabilities import ClientCapabilities
 from .catalog import Catalog
@@ -24,8 +25,10 @@ class Inbox:
     may be set after it was made)."""
 
     def __init__(self, owner: Any, *, catalog: Catalog, host: EraHost,
-                 handlers: ClientCapabilities, log: logging.Logger):
+                 handlers: ClientCapabilities, log: logging.Logger,
+                 task_status: Callable[[str, dict], None] | None = None):
         self.owner = owner
+        self.task_status = task_status  # notifications/tasks/status, to the tasks followed
         self.catalog = catalog
         self.host = host
         self.handlers = handlers
@@ -49,6 +52,8 @@ class Inbox:
             self._server_log(params)
         elif method == "notifications/resources/updated":
             self._resource_updated(params)
+        elif method == "notifications/tasks/status" and self.task_status is not None:
+            self.task_status(method, params)
 
     def tools_changed(self) -> None:
         """Call ``on_tools_changed(server)``, if set."""

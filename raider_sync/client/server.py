@@ -20,6 +20,7 @@ Every request goes one way: a timeout checked once by this face's rule, then
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shlex
@@ -191,7 +192,8 @@ class McpServer:
             warnings=self.warnings, check_tool=self._check_tool,
             on_changed=lambda: self._inbox.tools_changed())
         self._inbox = Inbox(self, catalog=self._catalog, host=self._host,
-                            handlers=self.client_handlers, log=self.log)
+                            handlers=self.client_handlers, log=self.log,
+                            task_status=lambda *note: self._tasks.notified(*note))
         self._connection = Connection(
             name=self.name, key=self.key, log=self.log, host=self._host,
             startup_timeout_ms=self.startup_timeout_ms, kill_grace=kill_grace,
@@ -704,7 +706,7 @@ class McpServer:
         """What a TaskHandle says of this server: never headers, environment or tokens."""
         return {"server": self.key, "fingerprint": self._task_fingerprint(),
                 "transport": self.transport, "instance": self._task_instance(),
-                "protocol_version": self.protocol_version}
+                "session": self._task_session(), "protocol_version": self.protocol_version}
 
     def _task_fingerprint(self) -> str:
         spec = self.spec
@@ -720,6 +722,15 @@ class McpServer:
         if self.transport in ("http", "sse"):
             return None
         return self.pid if self.transport == "stdio" else os.getpid()
+
+    def _task_session(self) -> str | None:
+        """A digest of the HTTP session (``Mcp-Session-Id``) a handshake-era connection
+        holds: such a server keeps its tasks per session. Not the id: whoever holds it may
+        act in the session. None for the stateless era, stdio, or a server without one."""
+        session_id = getattr(self._transport, "session_id", None)
+        if self.era != "legacy" or not isinstance(session_id, str) or not session_id:
+            return None
+        return hashlib.sha256(session_id.encode()).hexdigest()[:32]
 
     def resume_task_f(self, handle: TaskHandle, *, timeout: float | None = None,
                       task_timeout: float | None = None,
@@ -808,6 +819,11 @@ class McpServer:
             raise refuse(f"a {handle.transport} server's task lives in the server's process "
                          f"({handle.instance}), and this server is another one "
                          f"({self._task_instance()})")
+        if started and handle.session is not None and handle.session != self._task_session():
+            raise refuse("a 2025-11-25 task lives in the HTTP session (Mcp-Session-Id) that "
+                         "created it, where the server keeps it, and this client holds "
+                         "another session (another McpServer or process, or a reconnect); "
+                         "only the client of that session can follow it")
 
     def _shape_result(self, result: Any, name: str = "", original: str = "",
                       raising: bool = False) -> dict:

@@ -67,6 +67,43 @@ def then(inner: Future, transform: Callable[[Any], Any]) -> Future:
     return outer
 
 
+def rescue(inner: Future, recover: Callable[[BaseException], Future]) -> Future:
+    """A future of ``inner``'s result; when ``inner`` fails, of the future that
+    ``recover(error)`` returns (``recover`` raises to let an error pass; what it raises is the
+    outcome). Cancelling the returned future cancels ``inner``, or the recovery once begun."""
+    outer: Future = Future()
+    current = [inner]
+
+    def follow(done: Future) -> None:
+        if outer.done():
+            return
+        if done.cancelled():
+            outer.cancel()
+            return
+        error = done.exception()
+        settle(outer, result=None if error is not None else done.result(), error=error)
+
+    def inner_done(done: Future) -> None:
+        error = None if outer.done() or done.cancelled() else done.exception()
+        if error is None:
+            follow(done)
+            return
+        try:
+            current[0] = recover(error)
+        except BaseException as exc:  # noqa: BLE001 - the recovery's failure is the result
+            settle(outer, error=exc)
+            return
+        current[0].add_done_callback(follow)
+
+    def propagate_cancel(done: Future) -> None:
+        if done.cancelled():
+            current[0].cancel()
+
+    outer.add_done_callback(propagate_cancel)
+    inner.add_done_callback(inner_done)
+    return outer
+
+
 def all_done(futures: list[Future]) -> Future:
     """A future that resolves (to None) once every one of ``futures`` is done, however each
     ended. Starts no thread."""

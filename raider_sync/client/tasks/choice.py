@@ -3,9 +3,9 @@
 
 The stateless era (2026-07-28) speaks the ``io.modelcontextprotocol/tasks`` extension
 (:class:`~.wire_v2.WireV2`). The handshake era's tasks (the experimental ``tasks`` of
-2025-11-25) are for a server that advertises ``capabilities.tasks.requests.tools.call``;
-their wire plugs in below, at :data:`HANDSHAKE_WIRE`. Without it, a handshake-era server's
-tools are called as they always were.
+2025-11-25, :class:`~.wire_v1.WireV1`) are for a server that advertises
+``capabilities.tasks.requests.tools.call``; another handshake-era server's tools are called
+as they always were.
 """
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from typing import Any, Callable
 from ...errors import TaskNotResumable
 from ...protocol.codes import INTERNAL_ERROR
 from .wire import Send, TaskWire
+from .wire_v1 import WireV1
 from .wire_v2 import WireV2
 
-#: the wire of the handshake era's tasks (``"v1"``), or None while there is none
-HANDSHAKE_WIRE: Callable[[Send], TaskWire] | None = None
+#: the wire of the handshake era's tasks (``"v1"``), or None for none
+HANDSHAKE_WIRE: Callable[[Send], TaskWire] | None = WireV1
 
 #: the wires a handle may name, by name
 WIRES: dict[str, Callable[[Send], TaskWire]] = {"v2": WireV2}

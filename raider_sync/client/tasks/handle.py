@@ -8,7 +8,10 @@ A handle names the server (its key, and a fingerprint of where it is: the URL of
 server, the command and arguments of a stdio one), the wire, the task's id and times, and the
 input keys already answered. It never holds headers, environment, tokens or arguments.
 A stdio server's tasks live in its process: the handle records that process (``instance``,
-the child's pid) and only a client of that same process may follow it.
+the child's pid) and only a client of that same process may follow it. A handshake-era (v1)
+task over HTTP lives in its HTTP session: the handle records a digest of the session's
+``Mcp-Session-Id`` (``session``; the id itself is never kept), and only the client holding
+that session may follow it.
 """
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ FORMAT_KEY = "raider_sync_task"
 class TaskHandle:
     """Enough to look at a task again. ``server``: the server's key (a hub routes by it);
     ``fingerprint``: its URL (HTTP) or command line (stdio); ``transport``; ``instance``:
-    the stdio server's process id when the task began (None over HTTP); ``era``: the wire,
+    the stdio server's process id when the task began (None over HTTP); ``session``: a
+    digest of the HTTP session a v1 task belongs to (None without one); ``era``: the wire,
     "v1" or "v2"; ``answered_keys``: input keys answered already (never answered twice)."""
 
     server: str
@@ -40,6 +44,7 @@ class TaskHandle:
     poll_interval_ms: int | None = None
     answered_keys: tuple[str, ...] = ()
     instance: int | None = None
+    session: str | None = None
 
     def answered(self, keys: Any) -> "TaskHandle":
         """This handle with ``keys`` added to the answered ones."""
@@ -80,6 +85,10 @@ class TaskHandle:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"task handle: {name} must be a whole number or null, not "
                                  f"{value!r}")
+        session = values.get("session")
+        if session is not None and (not isinstance(session, str) or not session):
+            raise ValueError(f"task handle: session must be a non-empty string or null, not "
+                             f"{session!r}")
         keys = values.get("answered_keys", [])
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise ValueError("task handle: answered_keys must be a list of strings")

@@ -8,7 +8,11 @@ handlers may block (a person answering), are answered on the server's input pool
 
 Polls honour the server's ``pollIntervalMs`` (it may change with each answer), never more
 often than every :data:`POLL_FLOOR` s nor less than every :data:`POLL_CAP` s
-(:data:`POLL_DEFAULT` s when the server names none).
+(:data:`POLL_DEFAULT` s when the server names none). A status the server sends unasked (the
+2025-11-25 ``notifications/tasks/status``) counts as a poll's answer. Where ``tasks/get``
+carries no result (2025-11-25), the wire is asked once for the task's outcome
+(:meth:`~.wire.TaskWire.outcome_f`: ``tasks/result``, opened as soon as the task is
+``input_required``, since the server asks its questions on that request's stream).
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ from .future import TaskFuture
 from .handle import TaskHandle
 from .records import TaskStatus
 from .wire import TaskWire
+from .wire_v1 import status_notification
 
 log = logging.getLogger("raider_sync.tasks")
 
@@ -109,6 +114,17 @@ class TaskTracker:
             follower.start(announce)
         return follower
 
+    def notified(self, method: str, params: Any) -> None:
+        """A notification of the server: a task's status (v1 ``notifications/tasks/status``,
+        which a server may send unasked) goes to the follower of that task, if any."""
+        status = status_notification(method, params)
+        if status is None:
+            return
+        with self._lock:
+            followers = [f for f in self._live if f.status.task_id == status.task_id]
+        for follower in followers:
+            follower.notified(status)
+
     def discard(self, follower: "TaskFollower") -> None:
         with self._lock:
             self._live.discard(follower)
@@ -145,6 +161,8 @@ class TaskFollower:
         self._lock = threading.Lock()
         self._timer: timer.Handle | None = None
         self._finished = False
+        self._claimed = False                # the outcome was asked for (once)
+        self._outcome: Future | None = None  # v1: the open tasks/result
         self._expires = status.expires_at()
 
     # -- the loop ------------------------------------------------------------------------
@@ -180,31 +198,78 @@ class TaskFollower:
         get.add_done_callback(self._got)
 
     def _got(self, get: Future) -> None:
-        if self._finished or get.cancelled():
-            return
-        error = get.exception()
+        status = self._answered(get)
+        if status is not None:
+            self._seen(status)
+
+    def _answered(self, request: Future) -> TaskStatus | None:
+        """The TaskStatus a tasks/* request answered; None when the follow is over, or the
+        request failed (then its error ended the follow)."""
+        if self._finished or request.cancelled():
+            return None
+        error = request.exception()
         if error is not None:
             self._failed_request(error)
-            return
-        self._seen(get.result())
+            return None
+        return request.result()
 
     def _seen(self, status: TaskStatus, first: bool = False) -> None:
         """A status the server showed: tell ``on_status`` of a change, settle a terminal
         task, answer new input requests, poll again."""
         if self._finished:
             return
-        changed = first or status.changed_from(self.status)
-        self.status = status
+        with self._lock:  # a poll's answer and a notification may come at once: one is news
+            changed = first or status.changed_from(self.status)
+            self.status = status
         if changed:
             if not first and self.options.idle:  # a change is progress: the wait starts anew
                 self.deadline = min(time.monotonic() + self.options.idle, self._cap)
             self._announce(status)
         if status.terminal:
-            self._ended(status)
+            self._open_outcome(status)
             return
-        if status.status == "input_required" and status.input_requests:
-            self._answer(status.input_requests)
+        if status.status == "input_required":
+            if status.input_requests:
+                self._answer(status.input_requests)
+            elif self.wire.streams_input:  # the server asks on the open tasks/result
+                self._open_outcome(status)
         self._schedule(poll_delay(status.poll_interval_ms))
+
+    def notified(self, status: TaskStatus) -> None:
+        """A status the server sent unasked (v1 ``notifications/tasks/status``)."""
+        if status.task_id == self.status.task_id:
+            self._seen(status)
+
+    def _open_outcome(self, status: TaskStatus) -> None:
+        """Ask once for what the task ends with (:meth:`TaskWire.outcome_f`; v1: the
+        ``tasks/result`` that stays open until the task ended, on whose stream the server
+        asks its questions), and settle the future with it. Polls go on meanwhile."""
+        with self._lock:
+            if self._finished or self._claimed:
+                return
+            self._claimed = True
+        try:
+            outcome = self.wire.outcome_f(status, Deadline(max(self._cap - time.monotonic(),
+                                                               0.001)))
+        except Exception as exc:  # noqa: BLE001 - the future carries it
+            self._finish(error=exc)
+            return
+        with self._lock:
+            self._outcome = outcome
+            late = self._finished
+        if late:
+            outcome.cancel()
+            return
+        outcome.add_done_callback(self._outcome_done)
+
+    def _outcome_done(self, outcome: Future) -> None:
+        status = self._answered(outcome)
+        if status is None:
+            return
+        if status.status != self.status.status:  # answered before a poll showed the end
+            self.status = status
+            self._announce(status)
+        self._ended(status)
 
     def _announce(self, status: TaskStatus) -> None:
         on_status = self.options.on_status
@@ -217,7 +282,9 @@ class TaskFollower:
 
     def _ended(self, status: TaskStatus) -> None:
         handle = self.handle
-        if status.status == "completed":
+        # a v1 tool's isError result ends its task failed: a tool error, the call's result
+        if status.status == "completed" or (status.status == "failed"
+                                            and status.result is not None):
             try:
                 self._finish(result=self.options.shape(dict(status.result or {})))
             except Exception as exc:  # noqa: BLE001 - ToolError, a result that is not one
@@ -354,7 +421,10 @@ class TaskFollower:
                 return False
             self._finished = True
             handle, self._timer = self._timer, None
+            outcome = self._outcome
         timer.cancel(handle)
+        if outcome is not None:
+            outcome.cancel()  # v1: let go of the open tasks/result (the task runs on)
         self.tracker.discard(self)
         return True
 

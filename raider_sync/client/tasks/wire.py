@@ -13,12 +13,22 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ...errors import McpError
-from ...protocol.codes import METHOD_NOT_FOUND
-from ...threads.futures import Deadline, failed
+from ...protocol.codes import INTERNAL_ERROR, METHOD_NOT_FOUND
+from ...threads.futures import Deadline, failed, resolved
 from .records import TaskStatus
 
 #: ``send(method, params, deadline, **options)``: a future of the answer's result
 Send = Callable[..., Future]
+
+
+def task_of(read: Callable[[Any], TaskStatus], answer: Any) -> TaskStatus:
+    """``read(answer)``: the task a ``tools/call`` answer carries. Raises McpError saying
+    the answer is no task, with what ``read`` found wrong."""
+    try:
+        return read(answer)
+    except McpError as exc:
+        raise McpError(INTERNAL_ERROR, f"tools/call answered a task that is not one: "
+                                       f"{exc.message}") from None
 
 
 class TaskWire:
@@ -27,6 +37,9 @@ class TaskWire:
     name = ""
     #: whether :meth:`declare` needs the tool's listing (its ``execution.taskSupport``)
     needs_tool = False
+    #: whether a task's input travels on an open :meth:`outcome_f` (the server's requests
+    #: answered by the client's handlers) rather than as ``inputRequests`` of ``tasks/get``
+    streams_input = False
 
     def __init__(self, send: Send):
         self.send = send
@@ -59,3 +72,9 @@ class TaskWire:
         """A future of the task's final result (a wire whose ``get`` does not carry it)."""
         return failed(McpError(METHOD_NOT_FOUND, f"the {self.name} tasks wire has no "
                                                  f"tasks/result: tasks/get carries it"))
+
+    def outcome_f(self, status: TaskStatus, deadline: Deadline) -> Future:
+        """A future of the terminal TaskStatus that carries what the caller gets (its
+        ``result`` or ``error``), for the task ``status`` shows. A wire whose ``tasks/get``
+        carries them has it already: ``status`` itself."""
+        return resolved(status)

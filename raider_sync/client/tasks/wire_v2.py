@@ -13,12 +13,10 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any
 
-from ...errors import McpError
-from ...protocol.codes import INTERNAL_ERROR
 from ...threads.futures import Deadline
 from ..eras.modern import NO_TASKS
 from .records import TaskStatus
-from .wire import TaskWire
+from .wire import TaskWire, task_of
 
 
 class WireV2(TaskWire):
@@ -37,11 +35,7 @@ class WireV2(TaskWire):
     def created(self, result: Any) -> TaskStatus | None:
         if not isinstance(result, dict) or result.get("resultType") != "task":
             return None
-        try:
-            return TaskStatus.from_v2(result)
-        except McpError as exc:
-            raise McpError(INTERNAL_ERROR, f"tools/call answered a task that is not one: "
-                                           f"{exc.message}") from None
+        return task_of(TaskStatus.from_v2, result)
 
     def get_f(self, task_id: str, deadline: Deadline) -> Future:
         return self.send("tasks/get", {"taskId": task_id}, deadline,

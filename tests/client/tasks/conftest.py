@@ -1,6 +1,9 @@
 """A real ToolServer serving the task fixtures (tests/serve/task_tools.py) over HTTP, in this
 process, with what the tests observe on the server's side: the tasks/* requests it received
-and what its handlers saw of cancellation."""
+and what its handlers saw of cancellation. And server-everything, whose
+simulate-research-query is a 2025-11-25 task (a ``required`` task tool: four stages of about
+a second; an elicitation on the tasks/result stream when ``ambiguous``), over stdio and
+Streamable HTTP."""
 from __future__ import annotations
 
 import queue
@@ -13,9 +16,13 @@ from raider_sync import Context, McpConfig, McpServer
 from raider_sync.gateway.cli import Serving
 from raider_sync.serve.serving_http import wsgi_app
 
+from conftest import EVERYTHING_JS, config_of, everything_available, poll
+from fakes.http_peers import HttpPeer
 from serve.task_tools import task_tools
 
 WAIT = 30.0
+#: server-everything's task tool, as the client names it
+RESEARCH = "mcp__everything__simulate-research-query"
 ACCEPT = {"action": "accept", "content": {"confirm": True, "name": "Ada"}}
 
 
@@ -78,3 +85,50 @@ def client(served):
     server = served.client()
     yield server
     server.stop()
+
+
+def need_everything() -> None:
+    if not everything_available():
+        pytest.skip("server-everything is not installed: run `make peers`")
+
+
+@pytest.fixture(scope="module")
+def http_peer():
+    """server-everything over Streamable HTTP, one process for the module."""
+    need_everything()
+    peer = HttpPeer.everything().start()
+    yield peer
+    peer.close()
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def transport(request):
+    """The transport of the test, with the module's HTTP peer when it is "http" (started
+    before the test's own leak check)."""
+    need_everything()
+    return request.param, (request.getfixturevalue("http_peer") if request.param == "http"
+                           else None)
+
+
+@pytest.fixture
+def connect(transport):
+    """``connect(**options)``: a McpServer on server-everything over the transport,
+    connected, with simulate-research-query listed; stopped afterwards."""
+    servers: list[McpServer] = []
+    kind, peer = transport
+
+    def make(**options) -> McpServer:
+        spec = (peer.spec("everything") if kind == "http" else config_of(
+            {"everything": {"command": "node", "args": [EVERYTHING_JS, "stdio"]}}
+        ).server("everything"))
+        server = McpServer(spec, protocol="legacy", kill_grace=0.5, **options)
+        servers.append(server)
+        server.start_f().result(WAIT)
+        assert server.status == "connected", server.reason
+        # registered after notifications/initialized, announced with tools/list_changed
+        poll(lambda: RESEARCH in server.tool_names, WAIT, "simulate-research-query listed")
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()

@@ -73,7 +73,8 @@ def test_a_handle_round_trips_and_holds_no_secrets():
 
 @pytest.mark.parametrize("change, field", [
     ({"raider_sync_task": 2}, "raider_sync_task"), ({"task_id": ""}, "task_id"),
-    ({"ttl_ms": "soon"}, "ttl_ms"), ({"answered_keys": "a"}, "answered_keys")])
+    ({"ttl_ms": "soon"}, "ttl_ms"), ({"answered_keys": "a"}, "answered_keys"),
+    ({"session": 7}, "session"), ({"session": ""}, "session")])
 def test_a_handle_that_cannot_be_read_names_the_field(change, field):
     saved = {**json.loads(TaskHandle(server="s", fingerprint="f", transport="http", era="v2",
                                      protocol_version=None, task_id="t").to_json()), **change}
