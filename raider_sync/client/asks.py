@@ -153,9 +153,13 @@ class Asks:
         """``ping``, or ``server/discover`` in the stateless era; blocks at most ``timeout``
         s. Unanswered, the connection reads ``degraded`` and RequestTimeout is raised."""
         bound = seconds(timeout, 10.0, method="McpServer.ping")
-        method = "server/discover" if self.owner.era == "modern" else "ping"
+        modern = self.owner.era == "modern"
         try:
-            self.wait(self.request_f(method, None, bound, inline=True), bound)
+            if modern:  # a read: the threads that ask at once share one
+                self.wait(self.shared_read_f(("server/discover",), bound, lambda: self.request_f(
+                    "server/discover", None, bound, cache="bypass")), bound)
+            else:
+                self.wait(self.request_f("ping", None, bound, inline=True), bound)
         except RequestTimeout as exc:
             self.connection.degraded(f"ping: {exc}")
             raise

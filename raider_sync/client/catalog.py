@@ -166,10 +166,13 @@ class Catalog:
     def cached_list(self, method: str, field: str, shape: Callable[[list], list],
                     cache: str = "use") -> Future:
         """A future of copies of the list ``method`` answers (its items under ``field``),
-        fetched on first use in the background; ``cache`` "refresh" or "bypass" fetches it
-        anew. A failing list is [] and is not kept."""
+        fetched on first use in the background; ``cache`` "refresh" fetches it anew (or
+        joins a fetch under way), "bypass" fetches it anew. A failing list is [] and is not
+        kept."""
         with self._lock:
-            kept = self._lists.get(method) if cache == "use" else None
+            kept = self._lists.get(method) if cache != "bypass" else None
+            if kept is not None and cache == "refresh" and kept.done():
+                kept = None  # a refresh joins a fetch under way, never a kept answer
             if kept is None:
                 future = self._lists[method] = self._background_f(
                     lambda: shape(self._fetch_all(method, field, self.call_timeout, None,

@@ -173,3 +173,49 @@ def test_an_error_reaches_every_caller_and_a_send_that_raises_too():
         cancelled: Future = Future()
         cancelled.cancel()
         coalescer.request_f("c", Deadline(WAIT), lambda: cancelled, list, TimeoutError).result(0)
+
+
+def test_refreshes_of_a_list_join_the_fetch_under_way_and_a_bypass_does_not():
+    import logging
+
+    from raider_sync.client.catalog import Catalog
+    from raider_sync.client.filters import ToolFilter
+    fetched: list[str] = []
+    opened = threading.Event()
+
+    def fetch_all(method, field, timeout, message, cache):
+        fetched.append(cache)
+        assert opened.wait(WAIT)
+        return [{"name": "p"}]
+    catalog = Catalog(key="k", name="k", log=logging.getLogger("test"),
+                      tool_filter=ToolFilter(None, []), fetch_all=fetch_all, call_timeout=WAIT,
+                      warnings=[], check_tool=lambda tool: None, on_changed=lambda: None)
+    try:
+        first = catalog.cached_list("prompts/list", "prompts", list, "refresh")
+        poll(lambda: fetched == ["refresh"], WAIT, "the first fetch under way")
+        joined = [catalog.cached_list("prompts/list", "prompts", list, cache)
+                  for cache in ("refresh", "use", "refresh")]
+        bypass = catalog.cached_list("prompts/list", "prompts", list, "bypass")
+        opened.set()
+        assert [f.result(WAIT) for f in [first, *joined, bypass]] == [[{"name": "p"}]] * 5
+        assert fetched == ["refresh", "bypass"]  # one fetch shared by four callers
+        catalog.cached_list("prompts/list", "prompts", list, "refresh").result(WAIT)
+        assert fetched == ["refresh", "bypass", "refresh"]  # a kept answer is not a fetch
+    finally:
+        catalog.close()
+
+
+def test_pings_of_a_stateless_server_share_one_discover(gate):
+    made, server = gate
+    assert server.era == "modern"
+    sent: list[str] = []
+    observe = server._session.observe
+
+    def counting(method, params, request_id):
+        sent.append(method)
+        return observe(method, params, request_id) if observe is not None else None
+    server._session.observe = counting
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: server.ping(WAIT), range(8)))
+    assert 1 <= sent.count("server/discover") <= 8  # at least asked; never more than asked
+    assert server._asks.reads.joined == 8 - sent.count("server/discover")
