@@ -52,8 +52,8 @@ def test_a_module_under_an_old_package_path_is_found_at_its_new_place():
 def test_a_patch_through_an_old_path_reaches_the_new_module():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        with mock.patch("raider_sync.server.tool_arguments") as tool_arguments:
-            assert server_module.tool_arguments is tool_arguments
+        with mock.patch("raider_sync.server.open_transport") as open_transport:
+            assert server_module.open_transport is open_transport
         from raider_sync.server import McpServer as old
     assert old is McpServer and isinstance(McpServer.__new__(McpServer), old)
 

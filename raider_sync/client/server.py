@@ -12,7 +12,9 @@ that runs out is cancelled on the server (``notifications/cancelled``) and fails
 McpServer is a face over parts it owns, each with one job: a
 :class:`~raider_sync.client.connection.Connection` (transport, session, era and status), a
 :class:`~raider_sync.client.catalog.Catalog` (tools and cached lists), an
-:class:`~raider_sync.client.asks.Asks` (every request but a tool call), an
+:class:`~raider_sync.client.asks.Asks` (every request but a tool call), a
+:class:`~raider_sync.client.tool_calls.ToolCalls` (tool calls: their deadlines, the tasks they
+become, their safe retries), an
 :class:`~raider_sync.client.inbox.Inbox` (what the server sends unasked) and an
 :class:`~raider_sync.client.eras.host.EraHost` (what the eras share across connections).
 Every request goes one way: a timeout checked once by this face's rule, then
@@ -20,11 +22,8 @@ Every request goes one way: a timeout checked once by this face's rule, then
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import shlex
-import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -33,50 +32,35 @@ from ..config import RestartPolicy, ServerSpec
 from ..errors import (
     ConfigError,
     InvalidArgument,
-    McpError,
     NotConnected,
-    RaiderError,
-    TaskNotResumable,
-    ToolTimeout,
-    TransportError,
-    UnknownTool,
 )
-from ..jsonrpc import INTERNAL_ERROR, ProgressCallback, Session
+from ..jsonrpc import ProgressCallback, Session
 from ..protocol import CLIENT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS
-from ..threads.futures import Deadline, failed, resolved, run_in_thread, wait_bounded
+from ..threads.futures import Deadline, resolved, run_in_thread, wait_bounded
 from ..transports import open_transport
 from . import launch
 from . import telemetry as _telemetry
 from .asks import Asks
 from .budget import ToolBudget, budget_of
-from .calls import poll_seconds, seconds, tool_arguments, unknown_tool_message
+from .calls import poll_seconds, seconds
 from .capabilities import ClientCapabilities, Handler, Roots
 from .catalog import Catalog
 from .connection import Connection, Hooks
-from .content import default_max_output_tokens, limit_content, strip_private_meta, visible_resources
+from .content import default_max_output_tokens, limit_content, visible_resources
 from .eras import era_seam
 from .eras.era_seam import Era, EraHost, EraSettings
 from .events.opening import list_events, open_events
 from .filters import ToolFilter
 from .inbox import Inbox
 from .lifecycle import UP, Restarts, live, restart_policy
-from .results import ToolResult
 from .retries import (
     DEFAULT_MAX_ATTEMPTS,
-    RETRY_DELAY,
-    Retrying,
     Waiting,
-    lost_in_flight,
-    never_sent,
     retry_choice,
-    safe_to_repeat,
 )
 from .surface import LogCallback, ResourceCallback
-from .tasks import Created, FollowOptions, TaskFuture, TaskHandle, TaskStatus, TaskTracker
-from .tasks.choice import wire_for, wire_named
-
-#: the default cap of a call whose clock progress resets: the greater of its timeout and this
-DEFAULT_MAX_TOTAL = 3600.0
+from .tasks import TaskFuture, TaskHandle, TaskStatus, TaskTracker
+from .tool_calls import DEFAULT_MAX_TOTAL, ToolCalls, tasks_choice
 
 
 class McpServer:
@@ -163,7 +147,7 @@ class McpServer:
         self.reset_on_progress = reset_on_progress
         self.max_total = (None if max_total is None else
                           seconds(max_total, DEFAULT_MAX_TOTAL, "max_total", "McpServer"))
-        self.tasks = _tasks_choice(spec.tasks if tasks is None else tasks, "McpServer")
+        self.tasks = tasks_choice(spec.tasks if tasks is None else tasks, "McpServer")
         self.task_timeout = (None if task_timeout is None else
                              seconds(task_timeout, 1.0, "task_timeout", "McpServer"))
         self.on_task_status = on_task_status
@@ -210,7 +194,8 @@ class McpServer:
         self._tasks = TaskTracker(send=self._task_send, answer=self.client_handlers.handle,
                                   pool=self._host.pool, identity=self._task_identity,
                                   request_timeout=lambda: self.call_timeout, name=self.name)
-        self._wire: tuple[Any, Any] = (None, None)  # (era, its tasks wire): chosen once per era
+        self._calls = ToolCalls(self, connection=self._connection, catalog=self._catalog,
+                                tracker=self._tasks, waiting=self._repeats)
         live.add(self)
 
     def __repr__(self) -> str:
@@ -515,20 +500,11 @@ class McpServer:
         never reached the server, or one whose tool says it only reads or is idempotent;
         "always" any; "never" none. See :mod:`raider_sync.client.retries`.
         """
-        try:
-            bound = self._bound(timeout, "call_tool_f")
-            idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
-                                              "call_tool_f")
-            mode = self._task_choices(task_timeout, tasks, "call_tool_f")
-            policy = self.retry if retry is None else retry_choice(retry, "McpServer.call_tool_f")
-        except RaiderError as exc:
-            future = TaskFuture()
-            future.set_exception(exc)
-            return future
-        request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                    inline=False, idle=idle, cap=cap, mode=mode, retry=policy)
-        return TaskFuture().attach(request, lambda future, created: self._follow_created(
-            future, created, name, bound, cap, idle, task_timeout, on_status))
+        return self._calls.call_tool_f(
+            name, arguments, timeout=timeout, on_progress=on_progress,
+            raise_on_error=raise_on_error, reset_on_progress=reset_on_progress,
+            max_total=max_total, task_timeout=task_timeout, on_status=on_status, tasks=tasks,
+            retry=retry)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None,
@@ -543,246 +519,19 @@ class McpServer:
         task ends (or ``task_timeout``). An interrupt (KeyboardInterrupt) while it waits
         cancels the call on the server (``notifications/cancelled``, or ``tasks/cancel``) and
         propagates; the server stays usable."""
-        bound = self._bound(timeout, "call_tool")
-        idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
-                                          "call_tool")
-        mode = self._task_choices(task_timeout, tasks, "call_tool")
-        policy = self.retry if retry is None else retry_choice(retry, "McpServer.call_tool")
-        value = self._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                             inline=True, idle=idle, cap=cap, mode=mode,
-                                             retry=policy),
-                           bound if cap is None else bound + cap)  # a start, then the cap
-        if type(value) is not Created:
-            return value
-        future = TaskFuture()  # the call became a task: follow it here
-        follower = self._follow_created(future, value, name, bound, cap, idle, task_timeout,
-                                        on_status)
-        try:
-            return future.wait_result(max(0.0, follower.deadline - time.monotonic()))
-        except BaseException:
-            if not future.done():
-                future.cancel()  # tasks/cancel
-            raise
-
-    def _task_choices(self, task_timeout: Any, tasks: Any, method: str) -> Any:
-        """The call's ``tasks`` choice (the server's when None); raises InvalidArgument for
-        a ``task_timeout`` or ``tasks`` that cannot be used."""
-        if task_timeout is not None:
-            seconds(task_timeout, 1.0, "task_timeout", f"McpServer.{method}")
-        return self.tasks if tasks is None else _tasks_choice(tasks, f"McpServer.{method}")
-
-    def _follow_created(self, future: TaskFuture, created: Created, name: str, bound: float,
-                        cap: float | None, idle: float | None, task_timeout: Any,
-                        on_status: Any) -> Any:
-        """Follow the task a call became (see :meth:`call_tool_f` for the bounds)."""
-        task_bound: float
-        if task_timeout is not None or self.task_timeout is not None:
-            task_bound = task_timeout if task_timeout is not None else self.task_timeout or 0.0
-            idle = None
-        else:
-            task_bound = cap if cap is not None else bound
-        options = FollowOptions(tool=name, shape=created.shape, bound=task_bound, idle=idle,
-                                on_status=on_status if on_status is not None
-                                else self.on_task_status)
-        return self._tasks.follow(future, created.wire, created.status, options)
-
-    def _progress_bounds(self, bound: float, on_progress: ProgressCallback | None,
-                         reset: bool | None, max_total: Any, method: str
-                         ) -> tuple[float | None, float | None]:
-        """``(idle, cap)`` of a call: the silence it may keep between progress
-        notifications and its total bound, or ``(None, None)`` when ``bound`` is its total
-        bound (no reset on progress). Raises InvalidArgument for a ``max_total`` that is not
-        a positive number of seconds."""
-        if reset is None:
-            reset = self.reset_on_progress
-        if reset is None:
-            reset = on_progress is not None
-        if not reset:
-            return None, None
-        default = self.max_total if self.max_total is not None else max(bound, DEFAULT_MAX_TOTAL)
-        cap = seconds(max_total, default, "max_total", f"McpServer.{method}")
-        return min(bound, cap), cap
-
-    def _call_tool_f(self, name: str, arguments: Any, bound: float,
-                     on_progress: ProgressCallback | None, raise_on_error: bool | None,
-                     inline: bool, idle: float | None = None,
-                     cap: float | None = None, mode: Any = "auto",
-                     retry: str = "never") -> Future:
-        """The request of :meth:`call_tool_f`; ``bound`` is the timeout already checked; with
-        ``idle`` and ``cap``, the call's silence is bounded by ``idle`` (a start it waits for
-        by ``bound``) and the call by ``cap``; ``mode`` the call's ``tasks`` choice. A future
-        of the ToolResult, or of a :class:`Created` when the server made the call a task."""
-        try:
-            arguments = tool_arguments(arguments, name)
-        except RaiderError as exc:
-            return failed(exc)
-        raising = self.raise_on_error if raise_on_error is None else raise_on_error
-        catalog = self._catalog
-
-        def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
-            original = catalog.original_of(name)
-            if original is None:
-                return failed(UnknownTool(unknown_tool_message(
-                    f"MCP server {self.name!r} has no tool {name!r}", name, self.tool_names)))
-            options: dict[str, Any] = {}
-            total = bound
-            if idle is not None and cap is not None:  # silence bounded, the whole call capped
-                deadline, total = whole, cap
-                options["idle"] = idle
-            params: dict[str, Any] = {"name": original, "arguments": arguments}
-
-            def shape(result: Any) -> Any:
-                return self._shape_result(result, name, original, raising)
-
-            transform: Callable[[Any], Any] = shape
-            wire = self._task_wire(era)
-            if wire is not None:  # the call may become a task
-                params = wire.declare(params, catalog.listed(original) if wire.needs_tool
-                                      else None, mode)
-
-                def transform(result: Any) -> Any:
-                    created = wire.created(result)
-                    return shape(result) if created is None else Created(created, wire, shape)
-            return era.request_f(
-                "tools/call", params,
-                deadline=deadline, timeout_error=ToolTimeout,
-                on_progress=on_progress if on_progress is not None or idle is None
-                else _ignore_progress,  # asked for all the same: progress resets the clock
-                timeout_message=f"MCP tool call timed out after {total:g} s",
-                transform=transform,
-                inline=inline, wait=inline, **options)  # inline: call_tool waits next
-
-        whole = Deadline(cap) if idle is not None and cap is not None else Deadline(bound)
-        if retry == "never" or self.max_attempts <= 1:
-            return self._connection.when_up_f(self, Deadline(bound), send, inline, ToolTimeout,
-                                              "MCP tool call")
-
-        def attempt(deadline: Deadline, first: bool) -> Future:
-            start = Deadline(bound) if first else deadline  # a repeat: what is left
-            return self._connection.when_up_f(self, start, send, inline and first, ToolTimeout,
-                                              "MCP tool call")
-
-        def may_repeat(error: BaseException) -> bool:
-            if never_sent(error):
-                return True
-            if not lost_in_flight(error):
-                return False
-            original = catalog.original_of(name)
-            return retry == "always" or (original is not None
-                                         and safe_to_repeat(catalog.listed(original)))
-
-        def back_in(error: BaseException, attempts: int) -> float | None:
-            if isinstance(error, TransportError):  # HTTP: nothing to wait for but a moment
-                return RETRY_DELAY * 2 ** (attempts - 1)
-            return self._connection.back_in()
-
-        def retried(attempts: int, error: BaseException) -> None:
-            self.retries += 1
-            self.log.warning("%s: %s met a broken connection (%s); sending it again "
-                             "(attempt %d of %d)", self.name, name, error, attempts + 1,
-                             self.max_attempts)
-            if self.telemetry is not None:
-                self.telemetry.retried(self, "tools/call", name)
-
-        return Retrying(attempt, whole, max_attempts=self.max_attempts, may_repeat=may_repeat,
-                        back_in=back_in, on_retry=retried, name=self.key,
-                        waiting=self._repeats).start()
-
-    def _task_wire(self, era: Era) -> Any:
-        """The tasks wire of ``era``'s connection (None: its calls do not become tasks),
-        chosen once per connection (:func:`~raider_sync.client.tasks.choice.wire_for`)."""
-        held, wire = self._wire
-        if held is not era:
-            wire = wire_for(era.name, self.capabilities, self._task_send)
-            self._wire = (era, wire)
-        return wire
-
-    def _task_send(self, method: str, params: dict, deadline: Deadline,
-                   **options: Any) -> Future:
-        """A tasks/* request on the one request path, within ``deadline``."""
-        return self._asks.request_f(method, params, max(deadline.left(), 0.001), **options)
-
-    def _task_identity(self) -> dict:
-        """What a TaskHandle says of this server: never headers, environment or tokens."""
-        return {"server": self.key, "fingerprint": self._task_fingerprint(),
-                "transport": self.transport, "instance": self._task_instance(),
-                "session": self._task_session(), "protocol_version": self.protocol_version}
-
-    def _task_fingerprint(self) -> str:
-        spec = self.spec
-        if self.transport in ("http", "sse"):
-            return str(spec.url)
-        if spec.command:
-            return shlex.join([spec.command, *spec.args])
-        return f"{self.transport}:{self.name}"
-
-    def _task_instance(self) -> int | None:
-        """The process a task lives in, when it lives in one: a stdio server's pid; this
-        process for one served in it; None over HTTP (any client may follow the task)."""
-        if self.transport in ("http", "sse"):
-            return None
-        return self.pid if self.transport == "stdio" else os.getpid()
-
-    def _task_session(self) -> str | None:
-        """A digest of the HTTP session (``Mcp-Session-Id``) a handshake-era connection
-        holds: such a server keeps its tasks per session. Not the id: whoever holds it may
-        act in the session. None for the stateless era, stdio, or a server without one."""
-        session_id = getattr(self._transport, "session_id", None)
-        if self.era != "legacy" or not isinstance(session_id, str) or not session_id:
-            return None
-        return hashlib.sha256(session_id.encode()).hexdigest()[:32]
+        return self._calls.call_tool(
+            name, arguments, timeout=timeout, on_progress=on_progress,
+            raise_on_error=raise_on_error, reset_on_progress=reset_on_progress,
+            max_total=max_total, task_timeout=task_timeout, on_status=on_status, tasks=tasks,
+            retry=retry)
 
     def resume_task_f(self, handle: TaskHandle, *, timeout: float | None = None,
                       task_timeout: float | None = None,
                       on_status: Callable[[TaskStatus], None] | None = None,
                       raise_on_error: bool | None = None) -> TaskFuture:
         """Follow again the task ``handle`` names (see :meth:`resume_task`); returns at once."""
-        return self._resume_task_f(handle, timeout, task_timeout, on_status, raise_on_error,
-                                   "resume_task_f")
-
-    def _resume_task_f(self, handle: TaskHandle, timeout: Any, task_timeout: Any,
-                       on_status: Any, raise_on_error: bool | None, method: str) -> TaskFuture:
-        future = TaskFuture()
-        try:
-            if not isinstance(handle, TaskHandle):
-                raise InvalidArgument(f"handle must be a TaskHandle (TaskHandle.from_json), not "
-                                      f"{type(handle).__name__}")
-            bound = self._bound(timeout, method)
-            self._task_choices(task_timeout, None, method)
-            self._check_handle(handle, started=False)
-        except RaiderError as exc:
-            future.set_exception(exc)
-            return future
-        raising = self.raise_on_error if raise_on_error is None else raise_on_error
-        tool = handle.tool or ""
-
-        def shape(result: Any) -> Any:
-            return self._shape_result(result, tool, self._catalog.original_of(tool) or "",
-                                      raising)
-        status = TaskStatus(handle.task_id, "working", created_at=handle.created_at,
-                            ttl_ms=handle.ttl_ms, poll_interval_ms=handle.poll_interval_ms)
-
-        def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
-            try:
-                self._check_handle(handle, started=True)
-                wire = wire_named(handle.era, era.name, self._task_send, handle)
-            except RaiderError as exc:
-                return failed(exc)
-            return resolved(Created(status, wire, shape))
-
-        def follow(future: TaskFuture, created: Created) -> None:
-            task_bound: float
-            if task_timeout is not None or self.task_timeout is not None:
-                task_bound = task_timeout if task_timeout is not None else self.task_timeout or 0.0
-            else:
-                task_bound = self.call_timeout
-            self._tasks.follow(future, created.wire, created.status, FollowOptions(
-                tool=tool, shape=shape, bound=task_bound, on_status=on_status
-                if on_status is not None else self.on_task_status), handle=handle,
-                announce=False)
-
-        return future.attach(self._connection.when_up_f(self, Deadline(bound), send, False,
-                                                        ToolTimeout, "resuming a task"), follow)
+        return self._calls.resume_task_f(handle, timeout=timeout, task_timeout=task_timeout,
+                                         on_status=on_status, raise_on_error=raise_on_error)
 
     def resume_task(self, handle: TaskHandle, *, timeout: float | None = None,
                     task_timeout: float | None = None,
@@ -796,46 +545,16 @@ class McpServer:
         stdio server's task outside the server process that ran it (a new McpServer starts
         a new process), for a wire the server's era does not speak; TaskExpired when the
         server no longer knows the task; otherwise as the call's future."""
-        bound = self._bound(timeout, "resume_task")
-        future = self._resume_task_f(handle, bound, task_timeout, on_status, raise_on_error,
-                                     "resume_task")
-        try:
-            return future.wait_result(bound)
-        except KeyboardInterrupt:
-            future.detach()  # a resume lets go of the task, as it found it: running
-            raise
+        return self._calls.resume_task(handle, timeout=timeout, task_timeout=task_timeout,
+                                       on_status=on_status, raise_on_error=raise_on_error)
 
-    def _check_handle(self, handle: TaskHandle, started: bool) -> None:
-        """Raise TaskNotResumable when ``handle`` is not this server's to follow."""
-        def refuse(why: str) -> TaskNotResumable:
-            return TaskNotResumable(INTERNAL_ERROR, f"task {handle.task_id} cannot be resumed "
-                                    f"by MCP server {self.name!r}: {why}", handle=handle)
-        if handle.transport != self.transport:
-            raise refuse(f"it ran over {handle.transport}, this server is {self.transport}")
-        mine = self._task_fingerprint()
-        if handle.fingerprint != mine:
-            raise refuse(f"it ran on {handle.fingerprint!r}, this server is {mine!r}")
-        if started and handle.instance != self._task_instance():
-            raise refuse(f"a {handle.transport} server's task lives in the server's process "
-                         f"({handle.instance}), and this server is another one "
-                         f"({self._task_instance()})")
-        if started and handle.session is not None and handle.session != self._task_session():
-            raise refuse("a 2025-11-25 task lives in the HTTP session (Mcp-Session-Id) that "
-                         "created it, where the server keeps it, and this client holds "
-                         "another session (another McpServer or process, or a reconnect); "
-                         "only the client of that session can follow it")
+    def _task_send(self, method: str, params: dict, deadline: Deadline,
+                   **options: Any) -> Future:
+        """A tasks/* request on the one request path, within ``deadline``."""
+        return self._asks.request_f(method, params, max(deadline.left(), 0.001), **options)
 
-    def _shape_result(self, result: Any, name: str = "", original: str = "",
-                      raising: bool = False) -> dict:
-        if not isinstance(result, dict):
-            raise McpError(INTERNAL_ERROR,
-                           f"tools/call answered with {type(result).__name__}, not an object")
-        result = ToolResult(strip_private_meta(result), tool=name,
-                            output_schema=self._catalog.output_schemas.get(original))
-        content = result.get("content")
-        if isinstance(content, list):
-            result["content"] = self.limit_content(content, bool(result.get("isError")))
-        return result.raise_for_error() if raising else result
+    def _task_identity(self) -> dict:
+        return self._calls.task_identity()
 
     def limit_content(self, content: list[dict], is_error: bool = False) -> list[dict]:
         """The content blocks with their text held to :attr:`max_output_tokens` (see
@@ -1084,20 +803,6 @@ class McpServer:
         self._catalog.forget_lists()
         if "tools" in self.capabilities:
             self._catalog.tools_changed()
-
-
-def _tasks_choice(value: Any, method: str) -> Any:
-    """A ``tasks`` choice as given; raises InvalidArgument naming it for another."""
-    if value is None or value == "auto":
-        return "auto"
-    if isinstance(value, bool):
-        return value
-    raise InvalidArgument(f'tasks of {method} must be "auto", True or False, not {value!r}')
-
-
-def _ignore_progress(progress: float, total: float | None, message: str | None) -> None:
-    """The progress callback of a call that resets its clock on progress but was given
-    none: progress is asked for, and only counted."""
 
 
 def _same(items: list) -> list:
