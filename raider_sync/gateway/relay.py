@@ -55,7 +55,7 @@ import sys
 import threading
 import time
 from http import HTTPStatus
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, cast
 
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless, tool_rules
@@ -63,7 +63,7 @@ from .config import GatewayConfig, GatewayServer
 from .plan import Plan
 from .sessions import SessionBinding
 from .streaming import CHUNK, WATCH_INTERVAL, Stream, UpstreamBroken, Watcher  # noqa: F401 - importable from here as before
-from .upstream import Upstream
+from .upstream import Answer, Upstream
 from .usage import Usage, UsageCallback
 
 log = logging.getLogger("raider_sync.gateway")
@@ -432,8 +432,9 @@ class Relay:
         except BaseException:
             response.close()
             raise
-        stream = Stream(response if screen is None else tool_rules.Screened(response, screen),
-                        event, started, watcher=self._watcher, emit=self._usage.emit)
+        if screen is not None:  # chunks, shutdown and close as the answer's own
+            response = cast(Answer, tool_rules.Screened(response, screen))
+        stream = Stream(response, event, started, watcher=self._watcher, emit=self._usage.emit)
         disconnected = environ.get("waitress.client_disconnected")
         if callable(disconnected):
             self._watcher.watch(stream, disconnected)
