@@ -8,7 +8,10 @@ in rounds that rotate
 the order of the three (the best round of each kept). Per round and target: the p50 of a tool
 call from one plain ``requests.Session`` client, calls per second with 16 such clients (threads,
 one session and connection each) with the CPU the relay and the server processes spent per call,
-and the p50 of a tool call from FastMCP's client (one session). Targets: the relay adds at most
+and the p50 of a tool call from FastMCP's client (one session). A fourth target is the waitress
+relay whose key has TOOL_RULES tool rules on the server (globs to allow, names to deny; the
+call's tool allowed), the cost of the rules on each call; ``RAIDER_BENCH_TOOL_RULES=0`` leaves
+it out, another number sets how many. Targets: the relay adds at most
 0.5 ms p50 on loopback and keeps at least 0.8x the direct throughput.
 
 Why CPU per call: on a loaded machine a call's latency is mostly waiting for the scheduler, and
@@ -53,6 +56,7 @@ STREAMS = 1000
 SLOW_CLIENTS = 1000
 LOADED_CALLS = 200
 KEY = "bench-key-0123456789"
+TOOL_RULES = 50     # rules of the key in the rules variant (RAIDER_BENCH_TOOL_RULES)
 VERSION = "2025-06-18"
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "hello"}}}
@@ -308,9 +312,18 @@ def held_at_once(relay: subprocess.Popen, wide: str, narrow: str, workers: str) 
           f"(targets: held / idle under 2x)")
 
 
+def tool_rules(count: int) -> dict:
+    """``count`` rules for the server: half globs allowed (the last lets ``echo`` through),
+    half names denied, none of which the calls use."""
+    allow = [f"tool{i}_*" for i in range(count // 2 - 1)] + ["e*"] if count > 1 else ["*"]
+    return {"sdk": {"allow": allow, "deny": [f"gone{i}" for i in range(count - len(allow))]}}
+
+
 def main() -> None:
+    rules = int(os.environ.get("RAIDER_BENCH_TOOL_RULES", TOOL_RULES))
     server_port = free_port()
-    ports = {name: free_port() for name in ("waitress", "workers", "wide")}
+    ports = {name: free_port() for name in ("waitress", "workers", "wide")
+             + (("rules",) if rules else ())}
     server = start_listening(
         [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
     direct = f"http://127.0.0.1:{server_port}/mcp"
@@ -322,21 +335,30 @@ def main() -> None:
                        "keys": [{"id": "bench", "env": "RAIDER_BENCH_KEY", "servers": ["sdk"]}],
                        "limits": {"requests_per_key": 4 * STREAMS,
                                   "streams_per_key": 2 * STREAMS}}, fh)
+        with open(config) as fh:
+            ruled = json.load(fh)
+        ruled["keys"][0]["tools"] = tool_rules(rules)
+        with open(os.path.join(folder, "ruled.json"), "w") as fh:
+            json.dump(ruled, fh)
         command = [sys.executable, "-m", "raider_sync.gateway", "--config", config]
         extra = {"waitress": ["--threads", str(CLIENTS)],
                  "workers": ["--threads", str(CLIENTS), "--workers", "2"],
-                 "wide": ["--threads", str(STREAMS + 2 * CLIENTS)]}
+                 "wide": ["--threads", str(STREAMS + 2 * CLIENTS)],
+                 "rules": ["--threads", str(CLIENTS), "--config", fh.name]}
         try:
             for name, port in ports.items():
                 relays[name] = start_listening(
                     command + ["--listen", f"127.0.0.1:{port}", *extra[name]], port,
                     env={"RAIDER_BENCH_KEY": KEY})
             url = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
-            overhead(direct, psutil.Process(server.pid), {
-                "waitress relay": (f"{url['waitress']}/mcp/sdk",
-                                   psutil.Process(relays["waitress"].pid)),
-                "relay, --workers 2": (f"{url['workers']}/mcp/sdk",
-                                       psutil.Process(relays["workers"].pid))})
+            targets = {"waitress relay": (f"{url['waitress']}/mcp/sdk",
+                                          psutil.Process(relays["waitress"].pid)),
+                       "relay, --workers 2": (f"{url['workers']}/mcp/sdk",
+                                              psutil.Process(relays["workers"].pid))}
+            if rules:
+                targets[f"waitress relay, {rules} tool rules"] = (
+                    f"{url['rules']}/mcp/sdk", psutil.Process(relays["rules"].pid))
+            overhead(direct, psutil.Process(server.pid), targets)
             held_at_once(relays["wide"], url["wide"], url["waitress"], url["workers"])
         finally:
             for relay in relays.values():

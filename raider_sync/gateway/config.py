@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from ..errors import ConfigError
 from . import protocol
 from .keys import external_entries
+from .tool_rules import ToolRules, key_problems
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -110,12 +111,14 @@ class GatewayServer(_Model):
 
 class GatewayKey(_Model):
     """A customer key: its ``id`` (in usage events), the key itself by environment variable
-    name (``env``) or by SHA-256 hex digest (``sha256``), and the servers it may reach."""
+    name (``env``) or by SHA-256 hex digest (``sha256``), the servers it may reach, and per
+    server the tools it may use (``tools``, see :mod:`raider_sync.gateway.tool_rules`)."""
 
     id: str = Field(min_length=1)
     env: Optional[str] = None
     sha256: Optional[str] = None
     servers: list[str] = Field(default_factory=list)
+    tools: dict[str, ToolRules] = Field(default_factory=dict)
 
 
 class _Settings(_Model):
@@ -391,6 +394,7 @@ def _keys(raw: Any, known: set, problems: list[str], extra: tuple = ()
         for name in key.servers:
             if name not in known:
                 found.append(f"servers: no server named {name!r} is configured")
+        found.extend(key_problems(key.tools, key.servers))
         if key.id in seen:
             found.append("id: another key has the same id")
         seen.add(key.id)

@@ -360,15 +360,28 @@ def is_event_stream(content_type: Any) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
+def parse_message(body: Any) -> Any:
+    """The JSON of a request body, or None for one that is empty or not JSON. Never raises."""
+    if not isinstance(body, (bytes, str)) or not body:
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
 def rpc_call(body: Any) -> tuple[Optional[str], Optional[str]]:
     """``(JSON-RPC method, tool name)`` of a request body, for usage events: ``("tools/call",
     "echo")``, ``("initialize", None)``; ``(None, None)`` for a body that is not one JSON-RPC
     request object (a batch, a response, not JSON, over 1 MiB). Reads nothing else of MCP."""
     if not isinstance(body, (bytes, str)) or not body or len(body) > _RPC_BODY_LIMIT:
         return None, None
-    try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    return rpc_of(parse_message(body), body)
+
+
+def rpc_of(message: Any, body: Any) -> tuple[Optional[str], Optional[str]]:
+    """:func:`rpc_call` of a body already parsed into ``message``."""
+    if not isinstance(body, (bytes, str)) or len(body) > _RPC_BODY_LIMIT:
         return None, None
     method = message.get("method") if isinstance(message, dict) else None
     if not isinstance(method, str):

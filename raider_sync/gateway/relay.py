@@ -55,15 +55,15 @@ import sys
 import threading
 import time
 from http import HTTPStatus
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, cast
 
 from ..errors import AuthError, ConfigError
-from . import protocol, stateless
+from . import protocol, stateless, tool_rules
 from .config import GatewayConfig, GatewayServer
-from .limits import KeyLimits, default_limits
+from .plan import Plan
 from .sessions import SessionBinding
 from .streaming import CHUNK, WATCH_INTERVAL, Stream, UpstreamBroken, Watcher  # noqa: F401 - importable from here as before
-from .upstream import Upstream
+from .upstream import Answer, Upstream
 from .usage import Usage, UsageCallback
 
 log = logging.getLogger("raider_sync.gateway")
@@ -105,21 +105,11 @@ class Relay:
                  usage_log: Optional[str] = None, pool_size: int = 64, threads: int = 16):
         if not isinstance(config, GatewayConfig) or not config.resolved:
             raise ConfigError("the relay needs a GatewayConfig from GatewayConfig.load or from_dict")
-        self.config = config
         self.on_usage = on_usage
-        self._digests = config.key_digests()
-        self._servers = {s.name: s for s in config.servers}
-        # what goes upstream besides the client's headers, built once per server: its static
-        # headers and credential, then the relay's own; a server with an OAuth client asks
-        # the config per request (its token is fetched and renewed)
-        self._fixed = {s.name: {**config.upstream_headers(s), **_FIXED_HEADERS}
-                       for s in config.servers if s.relayed and s.oauth is None}
-        self._origins = None if config.allowed_origins is None else {
-            o.rstrip("/").lower() for o in config.allowed_origins}
+        self._threads = threads
+        # everything derived from the config, swapped whole by reload()
+        self._plan = Plan(config, threads, fixed_headers=_FIXED_HEADERS)
         self._upstream = Upstream(max(pool_size, threads))  # a stream each
-        requests_default, streams_default = default_limits(threads)
-        self._limits = KeyLimits(config.limits.requests_per_key or requests_default,
-                                 config.limits.streams_per_key or streams_default)
         self._usage = Usage(usage_log if usage_log is not None else config.usage_log,
                             lambda: self.on_usage)
         self._watcher = Watcher()  # of the streams whose clients may go away
@@ -146,19 +136,40 @@ class Relay:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def reload_keys(self) -> bool:
-        """Read the config's keys again (the file, ``keys_dir``, ``keys_env``) and use them for
-        the requests that follow; requests and streams in flight go on. A config that no longer
-        loads is logged and the keys in use are kept: returns False then. Safe from a signal
-        handler or any thread."""
+    # the parts of the plan, under the names they always had: each reads the current plan
+    config = property(lambda self: self._plan.config)
+    _digests = property(lambda self: self._plan.digests)
+    _servers = property(lambda self: self._plan.servers)
+    _fixed = property(lambda self: self._plan.fixed)
+    _origins = property(lambda self: self._plan.origins)
+    _limits = property(lambda self: self._plan.limits)
+
+    def reload(self) -> bool:
+        """Read the whole config again (the file, ``keys_dir``, ``keys_env``): keys, servers,
+        tool rules, limits and every other setting but ``usage_log``, for the requests that
+        follow; requests and streams in flight go on under the config they started with. A
+        config that no longer loads is logged and the one in use is kept: returns False then.
+        Safe from a signal handler or any thread."""
         try:
             fresh = self.config.reloaded()
         except ConfigError as exc:
-            log.error("gateway: keys not reloaded, the config has problems: %s", exc)
+            log.error("gateway: config not reloaded, it has problems: %s", exc)
             return False
-        self._digests = fresh.key_digests()  # one assignment: a request sees old or new
-        log.info("gateway: keys reloaded (%d keys)", len(self._digests))
+        old = self._plan
+        with self._lock:
+            if self._closed:
+                fresh.close()
+                return False
+            # one assignment: a request sees the old plan or the new one
+            self._plan = Plan(fresh, self._threads, fixed_headers=_FIXED_HEADERS, previous=old)
+        old.config.close()  # its OAuth clients' connections; one still in use opens anew
+        log.info("gateway: config reloaded (%d servers, %d keys)", len(fresh.servers),
+                 len(self._plan.digests))
         return True
+
+    def reload_keys(self) -> bool:
+        """:meth:`reload`, under the name it had when only keys were reloaded."""
+        return self.reload()
 
     # -- WSGI ------------------------------------------------------------------------------
 
@@ -206,12 +217,13 @@ class Relay:
         else:
             return self._answer(start_response, event, started, 404, "not_found", "no such route")
 
+        plan = self._plan  # one config for the whole request, whatever a reload does meanwhile
         origin = environ.get("HTTP_ORIGIN")
-        if self._origins is not None and origin is not None \
-                and origin.rstrip("/").lower() not in self._origins:
+        if plan.origins is not None and origin is not None \
+                and origin.rstrip("/").lower() not in plan.origins:
             return self._answer(start_response, event, started, 403, "forbidden",
                                 "this origin may not use the gateway")
-        key = self._authenticate(environ)
+        key = self._authenticate(environ, plan.digests)
         if key is None:
             return self._answer(start_response, event, started, 401, "unauthorized",
                                 "a valid key is required (Authorization: Bearer KEY or X-Api-Key)",
@@ -230,7 +242,7 @@ class Relay:
             return self._answer(start_response, event, started, 405, "method_not_allowed",
                                 "an MCP endpoint answers POST, GET and DELETE",
                                 [("Allow", ", ".join(METHODS))])
-        server = self._servers.get(name) if name in allowed else None
+        server = plan.servers.get(name) if name in allowed else None
         if server is None:
             return self._answer(start_response, event, started, 404, "not_found",
                                 "no such MCP server")
@@ -252,10 +264,12 @@ class Relay:
         if isinstance(body, tuple):
             return self._answer(start_response, event, started, *body)
         event["request_bytes"] = len(body)
-        if self._usage.observed():  # the body is parsed only for someone who reads the event
-            event["rpc"], event["tool"] = protocol.rpc_call(body)
+        # parsed once, for the usage event, the stateless check and the tool rules
+        message = protocol.parse_message(body)
+        if self._usage.observed():
+            event["rpc"], event["tool"] = protocol.rpc_of(message, body)
         if method == "POST":  # stateless requests: Mcp-Method/Mcp-Name must say what the body says
-            problem = stateless.problem(environ, body)
+            problem = stateless.problem(environ, body, message)
             if problem is not None:
                 return self._answer_body(start_response, event, started, 400,
                                          stateless.refusal(body, problem))
@@ -268,9 +282,15 @@ class Relay:
             return self._answer(start_response, event, started, 429, "too_many_requests",
                                 "this key holds as many requests or streams as it may",
                                 [("Retry-After", "1")])
+        screen = tool_rules.screen(plan.tool_rules.get((event["key"], name)), message, method,
+                                   "HTTP_MCP_METHOD" in environ)
+        if screen is not None and screen.refusal is not None:  # nothing goes upstream
+            lease.release()
+            event["refused"] = "tool_rules"
+            return self._answer_body(start_response, event, started, 200, screen.refusal)
         try:
             answer = self._relay(environ, start_response, event, started, server, url, body,
-                                 bind)
+                                 bind, screen)
         except BaseException:
             lease.release()
             raise
@@ -282,9 +302,10 @@ class Relay:
 
     # -- pieces ----------------------------------------------------------------------------
 
-    def _authenticate(self, environ) -> Optional[tuple[str, frozenset, str]]:
+    def _authenticate(self, environ, digests=None) -> Optional[tuple[str, frozenset, str]]:
         """The (key id, server names, key) of the presented key, compared in constant time
-        with every configured key (no early exit), or ``None``."""
+        with every configured key (no early exit), or ``None``; ``digests`` are the keys of the
+        request's plan (None: the current one)."""
         token = None
         authorization = environ.get("HTTP_AUTHORIZATION", "")
         scheme, _, value = authorization.strip().partition(" ")
@@ -296,7 +317,7 @@ class Relay:
             return None
         digest = hashlib.sha256(token.encode("latin-1", "replace")).digest()
         found = None
-        for key_id, expected, servers in self._digests:
+        for key_id, expected, servers in self._digests if digests is None else digests:
             if hmac.compare_digest(digest, expected) and found is None:
                 found = (key_id, servers, token)
         return found
@@ -345,7 +366,7 @@ class Relay:
                     "the request body could not be read (malformed chunked encoding, or cut short)")
 
     def _relay(self, environ, start_response, event, started, server: GatewayServer, url, body,
-               bind: SessionBinding):
+               bind: SessionBinding, screen: Optional[tool_rules.Screen] = None):
         client = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items()
                   if k in _PASSED or k.startswith("HTTP_MCP_")]
         if environ.get("CONTENT_TYPE"):
@@ -377,11 +398,20 @@ class Relay:
         event["status"] = response.status
         event_stream = protocol.is_event_stream(response.content_type)
         length = response.length
+        if screen is not None:
+            screen = screen.applies(response.status, response.headers, event_stream)
+            if screen is tool_rules.ENCODED:  # never opened, so it cannot be filtered
+                response.close()
+                return self._answer(start_response, event, started, 502, "upstream_encoded",
+                                    "the MCP server compressed an answer the gateway must filter")
+        if screen is not None and not event_stream:  # a list to filter is read whole
+            length = 0  # over max_request_bytes: refused as a broken answer
         if not event_stream and length is not None and length <= BUFFER_LIMIT:
             try:
                 # never decoded: a compressed body goes on as it came, with its
                 # Content-Encoding, so the relay holds no more than it received
-                data = response.read()
+                data = response.read() if screen is None else screen.json(
+                    response.read(self.config.max_request_bytes))
             except Exception:  # the upstream broke off mid-answer: nothing was sent yet
                 response.close()
                 return self._answer(start_response, event, started, 502, "upstream_broken",
@@ -402,6 +432,8 @@ class Relay:
         except BaseException:
             response.close()
             raise
+        if screen is not None:  # chunks, shutdown and close as the answer's own
+            response = cast(Answer, tool_rules.Screened(response, screen))
         stream = Stream(response, event, started, watcher=self._watcher, emit=self._usage.emit)
         disconnected = environ.get("waitress.client_disconnected")
         if callable(disconnected):

@@ -23,16 +23,20 @@ from ..protocol.http_headers import headers_problem
 from ..protocol.revisions import MODERN_VERSIONS
 from ..serve.served import has_envelope
 
+_UNPARSED = object()
 
-def problem(environ: dict, body: bytes) -> Optional[str]:
+
+def problem(environ: dict, body: bytes, message: Any = _UNPARSED) -> Optional[str]:
     """Why a stateless POST's Mcp-Method and Mcp-Name headers disagree with its body (a header
-    left out disagrees too), else None; None for a request of the handshake era."""
+    left out disagrees too), else None; None for a request of the handshake era. ``message``
+    is the body already parsed (None when it is not JSON), so it is parsed once per request."""
     said = environ.get("HTTP_MCP_METHOD")
     version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-    try:
-        message = json.loads(body) if body else None
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        message = None
+    if message is _UNPARSED:
+        try:
+            message = json.loads(body) if body else None
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            message = None
     method = message.get("method") if isinstance(message, dict) else None
     params = message.get("params") if isinstance(message, dict) else None
     params = params if isinstance(params, dict) else {}

@@ -112,9 +112,12 @@ class Answer:
         self.content_type = ", ".join(types) if types else None  # as getheader() joins them
         self.length = None if response.chunked else response.length
 
-    def read(self) -> bytes:
-        """The whole body; raises IncompleteRead (or OSError) when it ends early."""
-        data = self._response.read()
+    def read(self, limit: Optional[int] = None) -> bytes:
+        """The whole body; raises IncompleteRead (or OSError) when it ends early, and
+        ValueError when it is longer than ``limit`` bytes (None: no limit)."""
+        data = self._response.read(None if limit is None else limit + 1)
+        if limit is not None and len(data) > limit:
+            raise ValueError(f"the answer is over {limit} bytes")
         self._complete = True
         return data
 
