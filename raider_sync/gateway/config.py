@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from ..errors import ConfigError
 from . import protocol
 from .keys import external_entries
+from .rate_limits import RateLimitSettings, Rates
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -116,6 +117,7 @@ class GatewayKey(_Model):
     env: Optional[str] = None
     sha256: Optional[str] = None
     servers: list[str] = Field(default_factory=list)
+    rate_limits: Optional[Rates] = None
 
 
 class _Settings(_Model):
@@ -125,6 +127,7 @@ class _Settings(_Model):
     allowed_origins: Optional[list[str]] = None
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     limits: Limits = Field(default_factory=Limits)
+    rate_limits: Optional[RateLimitSettings] = None
     keys_dir: Optional[str] = None
     keys_env: Optional[str] = None
 
