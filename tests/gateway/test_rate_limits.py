@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import subprocess
 
 import pytest
 import requests
@@ -29,8 +27,8 @@ from raider_sync.gateway.rate_limits import (
 )
 from raider_sync.protocol.codes import RATE_LIMITED
 
-from conftest import free_port, wait_for_port
-from gateway.support import ACCEPT, ALICE, AUTH, BOB, Mcp
+from conftest import free_port, missing_peer
+from gateway.support import ACCEPT, ALICE, AUTH, BOB, Mcp, spawn, stop
 
 
 class Clock:
@@ -52,29 +50,16 @@ def redis_server(tmp_path_factory):
         yield None
         return
     folder = tmp_path_factory.mktemp("redis")
-    port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-                             "--save", "", "--appendonly", "no", "--logfile", ""],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for_port(port, timeout=20, proc=proc)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    proc, port = spawn([binary, "--port", "{port}", "--bind", "127.0.0.1", "--dir", str(folder),
+                        "--save", "", "--appendonly", "no", "--logfile", ""])
+    yield f"redis://127.0.0.1:{port}/0"
+    stop(proc)
 
 
 def needs(url):
-    """``url``, or skip (fail under CI) without redis-server, as the real peers do."""
+    """``url``, or skip (fail under CI) without redis-server, as for the other real peers."""
     if url is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is not installed (apt-get install redis-server)")
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        missing_peer("redis-server is not installed (apt-get install redis-server)")
     return url
 
 
