@@ -306,3 +306,24 @@ def test_many_threads_at_one_shared_bucket_take_exactly_its_tokens(redis_url, tm
             store.close()
     assert len(answers) == 80
     assert sum(a == "None" for a in answers.values()) == 25
+
+
+def test_reloading_the_keys_reloads_their_rates(tmp_path):
+    from raider_sync.gateway.relay import Relay
+
+    path = tmp_path / "gateway.json"
+
+    def write(per_minute: int) -> None:
+        path.write_text(json.dumps({
+            "servers": [{"name": "a", "url": "http://127.0.0.1:1/mcp"}],
+            "keys": [{"id": "alice", "env": "ALICE", "servers": ["a"],
+                      "rate_limits": {"tool_calls_per_minute": per_minute}}],
+            "rate_limits": {"requests_per_minute": 100}}))
+
+    write(5)
+    with Relay(GatewayConfig.load(path, env={"ALICE": ALICE})) as relay:
+        assert relay._rates.rates("alice") == Rates(requests_per_minute=100,
+                                                    tool_calls_per_minute=5)
+        write(7)
+        assert relay.reload_keys()
+        assert relay._rates.rates("alice").tool_calls_per_minute == 7
