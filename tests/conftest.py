@@ -18,6 +18,7 @@ import sys
 import textwrap
 import threading
 import time
+from typing import NoReturn
 
 import psutil
 import pytest
@@ -134,13 +135,19 @@ def config_of(servers: dict, **kw) -> McpConfig:
     return McpConfig.from_dict({"mcpServers": servers}, **kw)
 
 
+def missing_peer(message: str) -> NoReturn:
+    """A real peer is not installed: skip the test, or fail it under CI, which must have
+    every peer."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def everything_js() -> str:
     """Path of server-everything's entry point; CI must have it (make peers)."""
     if not everything_available():
-        if os.environ.get("CI"):
-            pytest.fail("server-everything is not installed: run `make peers`")
-        pytest.skip("server-everything is not installed: run `make peers`")
+        missing_peer("server-everything is not installed: run `make peers`")
     return EVERYTHING_JS
 
 

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from ..errors import ConfigError
 from . import protocol
 from .keys import external_entries
+from .rate_limits import RateLimitSettings, Rates
 from .tool_rules import ToolRules, key_problems
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
@@ -119,6 +120,7 @@ class GatewayKey(_Model):
     sha256: Optional[str] = None
     servers: list[str] = Field(default_factory=list)
     tools: dict[str, ToolRules] = Field(default_factory=dict)
+    rate_limits: Optional[Rates] = None
 
 
 class _Settings(_Model):
@@ -128,6 +130,7 @@ class _Settings(_Model):
     allowed_origins: Optional[list[str]] = None
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     limits: Limits = Field(default_factory=Limits)
+    rate_limits: Optional[RateLimitSettings] = None
     keys_dir: Optional[str] = None
     keys_env: Optional[str] = None
 

@@ -19,7 +19,8 @@ The order of the checks on a request, the same under every server: the framing
 is the server's job, as PEP 3333 forbids the app a ``Connection`` header), the path, the
 ``Origin``, the key, the method and server, the sub-path and query, the body (over
 ``max_request_bytes`` is 413, one that cannot be read is 400), the stateless headers, the session
-id (sealed for this key, see :mod:`raider_sync.gateway.sessions`), the per-key limits (429, see
+id (sealed for this key, see :mod:`raider_sync.gateway.sessions`), the rate limits (429, see
+:mod:`raider_sync.gateway.rate_limits`), the per-key limits (429, see
 :mod:`raider_sync.gateway.limits`); only then does anything go upstream. Compressed answers are
 passed on unopened; a streamed answer the upstream breaks off raises :class:`UpstreamBroken`
 out of the WSGI iterable, so the server aborts the client's connection too.
@@ -61,6 +62,7 @@ from ..errors import AuthError, ConfigError
 from . import protocol, stateless, tool_rules
 from .config import GatewayConfig, GatewayServer
 from .plan import Plan
+from .rate_limits import RateLimiter, key_rates, refusal
 from .sessions import SessionBinding
 from .streaming import CHUNK, WATCH_INTERVAL, Stream, UpstreamBroken, Watcher  # noqa: F401 - importable from here as before
 from .upstream import Answer, Upstream
@@ -110,6 +112,7 @@ class Relay:
         # everything derived from the config, swapped whole by reload()
         self._plan = Plan(config, threads, fixed_headers=_FIXED_HEADERS)
         self._upstream = Upstream(max(pool_size, threads))  # a stream each
+        self._rates = RateLimiter.of(config)
         self._usage = Usage(usage_log if usage_log is not None else config.usage_log,
                             lambda: self.on_usage)
         self._watcher = Watcher()  # of the streams whose clients may go away
@@ -127,6 +130,7 @@ class Relay:
             self._closed = True
         self._watcher.close()
         self._upstream.close()
+        self._rates.close()
         self.config.close()
         self._usage.close()
 
@@ -162,6 +166,7 @@ class Relay:
                 return False
             # one assignment: a request sees the old plan or the new one
             self._plan = Plan(fresh, self._threads, fixed_headers=_FIXED_HEADERS, previous=old)
+            self._rates.update(fresh.rate_limits, key_rates(fresh))
         old.config.close()  # its OAuth clients' connections; one still in use opens anew
         log.info("gateway: config reloaded (%d servers, %d keys)", len(fresh.servers),
                  len(self._plan.digests))
@@ -277,6 +282,12 @@ class Relay:
         if not bind.accept(environ.get("HTTP_MCP_SESSION_ID")):
             return self._answer(start_response, event, started, 404, "session_not_found",
                                 "no such session for this key (start a new one)")
+        refused = self._rates.admit(event["key"], body)
+        if refused is not None:
+            event["limit"] = refused.limit
+            return self._answer_body(start_response, event, started, 429,
+                                     refusal(body, refused),
+                                     [("Retry-After", str(refused.retry_after))])
         lease = self._limits.acquire(event["key"], stream=method == "GET")
         if lease is None:
             return self._answer(start_response, event, started, 429, "too_many_requests",

@@ -29,6 +29,9 @@ UNSUPPORTED_VERSION = -32022
 UNSUPPORTED_PROTOCOL_VERSION = UNSUPPORTED_VERSION
 #: a request cancelled by its sender
 REQUEST_CANCELLED = -32800
+#: the gateway: the key is over a rate limit (HTTP 429; ``data`` names the limit and the
+#: seconds to wait). JSON-RPC's generic server error: MCP gives rate limits no code of its own
+RATE_LIMITED = -32000
 
 #: the codes only a server of the stateless revision answers
 STATELESS_CODES = (HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION)
