@@ -59,8 +59,11 @@ from typing import Any, Iterable, Optional
 
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless
+from . import tracing as tracing_part
 from .config import GatewayConfig, GatewayServer
 from .limits import KeyLimits, default_limits
+from .metrics import PATH as METRICS_PATH
+from .metrics import Metrics
 from .sessions import SessionBinding
 from .streaming import CHUNK, WATCH_INTERVAL, Stream, UpstreamBroken, Watcher  # noqa: F401 - importable from here as before
 from .upstream import Upstream
@@ -102,7 +105,8 @@ class Relay:
     """
 
     def __init__(self, config: GatewayConfig, *, on_usage: Optional[UsageCallback] = None,
-                 usage_log: Optional[str] = None, pool_size: int = 64, threads: int = 16):
+                 usage_log: Optional[str] = None, pool_size: int = 64, threads: int = 16,
+                 tracing: Any = None):
         if not isinstance(config, GatewayConfig) or not config.resolved:
             raise ConfigError("the relay needs a GatewayConfig from GatewayConfig.load or from_dict")
         self.config = config
@@ -120,8 +124,14 @@ class Relay:
         requests_default, streams_default = default_limits(threads)
         self._limits = KeyLimits(config.limits.requests_per_key or requests_default,
                                  config.limits.streams_per_key or streams_default)
+        self._metrics = _metrics(config)
+        self._tracing = tracing_part.resolve(tracing)
         self._usage = Usage(usage_log if usage_log is not None else config.usage_log,
                             lambda: self.on_usage)
+        if self._metrics is not None:
+            self._usage.subscribe(self._metrics.record)
+        if self._tracing is not None:
+            self._usage.subscribe(self._tracing.finish, self._tracing.active)
         self._watcher = Watcher()  # of the streams whose clients may go away
         self._lock = threading.Lock()
         self._closed = False
@@ -203,6 +213,8 @@ class Relay:
             route = None
         elif path.startswith("/mcp/") and len(path) > 5:
             route = path[5:]
+        elif path == METRICS_PATH and self._metrics is not None:
+            return self._scrape(environ, start_response, event, started, self._metrics)
         else:
             return self._answer(start_response, event, started, 404, "not_found", "no such route")
 
@@ -360,6 +372,8 @@ class Relay:
                 return self._answer(start_response, event, started, 502, "upstream_auth",
                                     "the gateway could not get a token for the MCP server")
         headers.update(fixed)
+        if self._tracing is not None:
+            self._tracing.start(environ, event, server.name, url, headers)
         timeouts = self.config.timeouts_for(server)
         try:
             response = self._upstream.send(event["method"], url, headers, body or None,
@@ -377,6 +391,8 @@ class Relay:
         event["status"] = response.status
         event_stream = protocol.is_event_stream(response.content_type)
         length = response.length
+        learn = self._metrics is not None and event["rpc"] == "tools/list" \
+            and self._metrics.readable(response.headers)
         if not event_stream and length is not None and length <= BUFFER_LIMIT:
             try:
                 # never decoded: a compressed body goes on as it came, with its
@@ -387,6 +403,8 @@ class Relay:
                 return self._answer(start_response, event, started, 502, "upstream_broken",
                                     "the MCP server broke off its answer")
             response.close()
+            if learn:
+                self._metrics.learn_tools(server.name, data)
             start_response(status, relayed + [("Content-Length", str(len(data)))])
             event["response_bytes"] = len(data)
             self._usage.emit(event, started)
@@ -402,15 +420,38 @@ class Relay:
         except BaseException:
             response.close()
             raise
-        stream = Stream(response, event, started, watcher=self._watcher, emit=self._usage.emit)
+        emit = self._usage.emit
+        if self._metrics is not None and event_stream:
+            emit = self._metrics.streaming(event, emit)
+        stream = Stream(response, event, started, watcher=self._watcher, emit=emit)
+        if learn:
+            stream.tap = self._metrics.tool_list_reader(server.name)
         disconnected = environ.get("waitress.client_disconnected")
         if callable(disconnected):
             self._watcher.watch(stream, disconnected)
         return stream
 
+    def _scrape(self, environ, start_response, event, started, metrics: Metrics):
+        """``GET /metrics`` for the operator's metrics token; a customer key is refused."""
+        event["endpoint"] = METRICS_PATH
+        if not metrics.allowed(environ):
+            return self._answer(start_response, event, started, 401, "unauthorized",
+                                "the metrics token is required (Authorization: Bearer TOKEN)",
+                                [("WWW-Authenticate", 'Bearer realm="raider-sync-gateway-metrics"')])
+        if event["method"] != "GET":
+            return self._answer(start_response, event, started, 405, "method_not_allowed",
+                                "the metrics answer GET", [("Allow", "GET")])
+        body, content_type = metrics.exposition()
+        start_response(_status_line(200), [("Content-Type", content_type),
+                                           ("Content-Length", str(len(body)))])
+        event["status"], event["response_bytes"] = 200, len(body)
+        self._usage.emit(event, started)
+        return [body]
+
     def _answer(self, start_response, event, started, status: int, kind: str, message: str,
                 extra: list | None = None):
         body = json.dumps({"error": {"type": kind, "message": message}}).encode()
+        event["error"] = kind
         return self._answer_body(start_response, event, started, status, body, extra)
 
     def _answer_body(self, start_response, event, started, status, body, extra=None):
@@ -420,6 +461,19 @@ class Relay:
         event["response_bytes"] = len(body)
         self._usage.emit(event, started)
         return [body]
+
+def _metrics(config: GatewayConfig) -> Optional[Metrics]:
+    """The relay's metrics when the config has a metrics token; ConfigError when
+    prometheus-client is missing."""
+    digest = config.metrics_token_digest()
+    if digest is None:
+        return None
+    try:
+        return Metrics(digest, config.metrics.tools_per_server if config.metrics else 100)
+    except ImportError as exc:
+        raise ConfigError("metrics: prometheus-client is not installed "
+                          "(pip install 'raider_sync[gateway]')") from exc
+
 
 @functools.cache  # the codes are three digits
 def _status_line(code: int) -> str:
