@@ -2,6 +2,8 @@
 
     POST|GET|DELETE /mcp/<name>[/<sub-path>]   relayed to the server's configured URL
     GET /v1/mcp/servers                        the servers the caller's key may use
+    GET /metrics                               Prometheus metrics, for the operator's token
+                                               (:mod:`raider_sync.gateway.metrics`)
 
 A client presents its key as ``Authorization: Bearer KEY`` or ``X-Api-Key: KEY``; no key or an
 unknown key is 401, a server the key was not assigned looks exactly like an unknown one (404).
@@ -101,7 +103,9 @@ class Relay:
     logged, never fails the request; the file is appended one line per ``write`` (O_APPEND),
     so several processes may share it. Thread-safe: a WSGI server calls it from many threads.
     :meth:`close` (or ``with``) closes the pooled upstream connections, the usage file and the
-    watcher thread.
+    watcher thread. The config's ``metrics`` entry adds ``GET /metrics``
+    (:mod:`~raider_sync.gateway.metrics`); ``tracing`` is None (OpenTelemetry's global provider
+    when installed), False (none) or a :class:`~raider_sync.gateway.tracing.Tracing`.
     """
 
     def __init__(self, config: GatewayConfig, *, on_usage: Optional[UsageCallback] = None,

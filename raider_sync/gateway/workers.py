@@ -122,7 +122,8 @@ def serve(config_path: str, bind: str, workers: int, threads: int,
           header_timeout: float = HEADER_TIMEOUT) -> None:
     """Run gunicorn's master in this process until SIGINT/SIGTERM; blocks. A bad config makes
     every worker fail to boot, and gunicorn exits. ``header_timeout``: see
-    :class:`WaitressWorker`."""
+    :class:`WaitressWorker`. Without ``$PROMETHEUS_MULTIPROC_DIR``, a temporary one is made
+    for the workers' metrics and removed on the way out."""
     from gunicorn.app.base import BaseApplication
     from gunicorn.arbiter import Arbiter
 
