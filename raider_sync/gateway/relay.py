@@ -57,7 +57,7 @@ import sys
 import threading
 import time
 from http import HTTPStatus
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless
@@ -395,8 +395,9 @@ class Relay:
         event["status"] = response.status
         event_stream = protocol.is_event_stream(response.content_type)
         length = response.length
-        learn = self._metrics is not None and event["rpc"] == "tools/list" \
-            and self._metrics.readable(response.headers)
+        metrics = self._metrics
+        lister = metrics if metrics is not None and event["rpc"] == "tools/list" \
+            and metrics.readable(response.headers) else None  # learns the tools for its labels
         if not event_stream and length is not None and length <= BUFFER_LIMIT:
             try:
                 # never decoded: a compressed body goes on as it came, with its
@@ -407,8 +408,8 @@ class Relay:
                 return self._answer(start_response, event, started, 502, "upstream_broken",
                                     "the MCP server broke off its answer")
             response.close()
-            if learn:
-                self._metrics.learn_tools(server.name, data)
+            if lister is not None:
+                lister.learn_tools(server.name, data)
             start_response(status, relayed + [("Content-Length", str(len(data)))])
             event["response_bytes"] = len(data)
             self._usage.emit(event, started)
@@ -424,12 +425,12 @@ class Relay:
         except BaseException:
             response.close()
             raise
-        emit = self._usage.emit
-        if self._metrics is not None and event_stream:
-            emit = self._metrics.streaming(event, emit)
+        emit: Callable[[dict, float], None] = self._usage.emit
+        if metrics is not None and event_stream:
+            emit = metrics.streaming(event, emit)
         stream = Stream(response, event, started, watcher=self._watcher, emit=emit)
-        if learn:
-            stream.tap = self._metrics.tool_list_reader(server.name)
+        if lister is not None:
+            stream.tap = lister.tool_list_reader(server.name)
         disconnected = environ.get("waitress.client_disconnected")
         if callable(disconnected):
             self._watcher.watch(stream, disconnected)
