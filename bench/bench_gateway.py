@@ -2,14 +2,15 @@
 once, in one run.
 
 The official SDK's server (Streamable HTTP, JSON answers) is called directly, through
-``raider-sync gateway`` (waitress, its own process, 16 threads) and through
-``raider-sync gateway --workers 2`` (2 waitress processes of 16 threads under gunicorn's master),
-in rounds that rotate
-the order of the three (the best round of each kept). Per round and target: the p50 of a tool
-call from one plain ``requests.Session`` client, calls per second with 16 such clients (threads,
-one session and connection each) with the CPU the relay and the server processes spent per call,
-and the p50 of a tool call from FastMCP's client (one session). Targets: the relay adds at most
-0.5 ms p50 on loopback and keeps at least 0.8x the direct throughput.
+``raider-sync gateway`` (waitress, its own process, 16 threads), through
+``raider-sync gateway --workers 2`` (2 waitress processes of 16 threads under gunicorn's master)
+and through "metrics on" (the waitress relay with its Prometheus metrics enabled by the config's
+``metrics`` entry, for what counting costs), in rounds that rotate the order of the targets (the
+best round of each kept). Per round and target: the p50 of a tool call from one plain
+``requests.Session`` client, calls per second with 16 such clients (threads, one session and
+connection each) with the CPU the relay and the server processes spent per call, and the p50 of
+a tool call from FastMCP's client (one session). Targets: the relay adds at most 0.5 ms p50 on
+loopback and keeps at least 0.8x the direct throughput.
 
 Why CPU per call: on a loaded machine a call's latency is mostly waiting for the scheduler, and
 the relay puts two more processes' wake-ups in the path of each call (client, relay, server,
@@ -53,6 +54,7 @@ STREAMS = 1000
 SLOW_CLIENTS = 1000
 LOADED_CALLS = 200
 KEY = "bench-key-0123456789"
+METRICS_TOKEN = "bench-metrics-token-0123"
 VERSION = "2025-06-18"
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "hello"}}}
@@ -308,9 +310,31 @@ def held_at_once(relay: subprocess.Popen, wide: str, narrow: str, workers: str) 
           f"(targets: held / idle under 2x)")
 
 
+def with_metrics(config: str) -> str:
+    """A copy of the config at ``config`` with the metrics enabled; returns its path."""
+    with open(config) as fh:
+        data = json.load(fh)
+    data["metrics"] = {"env": "RAIDER_BENCH_METRICS"}
+    path = config.replace(".json", "-metrics.json")
+    with open(path, "w") as fh:
+        json.dump(data, fh)
+    return path
+
+
+def counted_calls(base: str) -> float:
+    """The tool calls the relay at ``base`` counted, from its /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = requests.get(f"{base}/metrics", timeout=30,
+                          headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    answer.raise_for_status()
+    return sum(s.value for family in text_string_to_metric_families(answer.text)
+               for s in family.samples if s.name == "raider_gateway_tool_calls_total")
+
+
 def main() -> None:
     server_port = free_port()
-    ports = {name: free_port() for name in ("waitress", "workers", "wide")}
+    ports = {name: free_port() for name in ("waitress", "workers", "wide", "metrics")}
     server = start_listening(
         [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
     direct = f"http://127.0.0.1:{server_port}/mcp"
@@ -325,18 +349,24 @@ def main() -> None:
         command = [sys.executable, "-m", "raider_sync.gateway", "--config", config]
         extra = {"waitress": ["--threads", str(CLIENTS)],
                  "workers": ["--threads", str(CLIENTS), "--workers", "2"],
-                 "wide": ["--threads", str(STREAMS + 2 * CLIENTS)]}
+                 "wide": ["--threads", str(STREAMS + 2 * CLIENTS)],
+                 "metrics": ["--threads", str(CLIENTS)]}
+        configs = {"metrics": with_metrics(config)}
         try:
             for name, port in ports.items():
                 relays[name] = start_listening(
-                    command + ["--listen", f"127.0.0.1:{port}", *extra[name]], port,
-                    env={"RAIDER_BENCH_KEY": KEY})
+                    command[:-1] + [configs.get(name, config), "--listen", f"127.0.0.1:{port}",
+                                    *extra[name]], port,
+                    env={"RAIDER_BENCH_KEY": KEY, "RAIDER_BENCH_METRICS": METRICS_TOKEN})
             url = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
             overhead(direct, psutil.Process(server.pid), {
                 "waitress relay": (f"{url['waitress']}/mcp/sdk",
                                    psutil.Process(relays["waitress"].pid)),
                 "relay, --workers 2": (f"{url['workers']}/mcp/sdk",
-                                       psutil.Process(relays["workers"].pid))})
+                                       psutil.Process(relays["workers"].pid)),
+                "metrics on": (f"{url['metrics']}/mcp/sdk",
+                               psutil.Process(relays["metrics"].pid))})
+            print(f"  metrics on: the relay counted {counted_calls(url['metrics']):.0f} tool calls")
             held_at_once(relays["wide"], url["wide"], url["waitress"], url["workers"])
         finally:
             for relay in relays.values():
