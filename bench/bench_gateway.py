@@ -4,15 +4,16 @@ once, in one run.
 The official SDK's server (Streamable HTTP, JSON answers) is called directly, through
 ``raider-sync gateway`` (waitress, its own process, 16 threads) and through
 ``raider-sync gateway --workers 2`` (2 waitress processes of 16 threads under gunicorn's master),
-in rounds that rotate
-the order of the three (the best round of each kept). Per round and target: the p50 of a tool
-call from one plain ``requests.Session`` client, calls per second with 16 such clients (threads,
-one session and connection each) with the CPU the relay and the server processes spent per call,
-and the p50 of a tool call from FastMCP's client (one session). A fourth target is the waitress
-relay whose key has TOOL_RULES tool rules on the server (globs to allow, names to deny; the
-call's tool allowed), the cost of the rules on each call; ``RAIDER_BENCH_TOOL_RULES=0`` leaves
-it out, another number sets how many. Targets: the relay adds at most
-0.5 ms p50 on loopback and keeps at least 0.8x the direct throughput.
+in rounds that rotate the order of the targets (the best round of each kept). Per round and
+target: the p50 of a tool call from one plain ``requests.Session`` client, calls per second with
+16 such clients (threads, one session and connection each) with the CPU the relay and the
+server processes spent per call, and the p50 of a tool call from FastMCP's client (one session).
+Two more targets give the policy's cost on each call: the waitress relay whose key has
+TOOL_RULES tool rules on the server (globs to allow, names to deny; the call's tool allowed),
+and the same with its Prometheus metrics on (the config's ``metrics`` entry);
+``RAIDER_BENCH_TOOL_RULES=0`` leaves the rules out (then only the metrics), another number sets
+how many. Targets: the relay adds at most 0.5 ms p50 on loopback and keeps at least 0.8x the
+direct throughput; the policy stays within 10% of the plain relay.
 
 Why CPU per call: on a loaded machine a call's latency is mostly waiting for the scheduler, and
 the relay puts two more processes' wake-ups in the path of each call (client, relay, server,
@@ -57,6 +58,7 @@ SLOW_CLIENTS = 1000
 LOADED_CALLS = 200
 KEY = "bench-key-0123456789"
 TOOL_RULES = 50     # rules of the key in the rules variant (RAIDER_BENCH_TOOL_RULES)
+METRICS_TOKEN = "bench-metrics-token-0123"
 VERSION = "2025-06-18"
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "hello"}}}
@@ -319,10 +321,32 @@ def tool_rules(count: int) -> dict:
     return {"sdk": {"allow": allow, "deny": [f"gone{i}" for i in range(count - len(allow))]}}
 
 
+def with_metrics(config: str) -> str:
+    """A copy of the config at ``config`` with the metrics enabled; returns its path."""
+    with open(config) as fh:
+        data = json.load(fh)
+    data["metrics"] = {"env": "RAIDER_BENCH_METRICS"}
+    path = config.replace(".json", "-metrics.json")
+    with open(path, "w") as fh:
+        json.dump(data, fh)
+    return path
+
+
+def counted_calls(base: str) -> float:
+    """The tool calls the relay at ``base`` counted, from its /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    answer = requests.get(f"{base}/metrics", timeout=30,
+                          headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    answer.raise_for_status()
+    return sum(s.value for family in text_string_to_metric_families(answer.text)
+               for s in family.samples if s.name == "raider_gateway_tool_calls_total")
+
+
 def main() -> None:
     rules = int(os.environ.get("RAIDER_BENCH_TOOL_RULES", TOOL_RULES))
     server_port = free_port()
-    ports = {name: free_port() for name in ("waitress", "workers", "wide")
+    ports = {name: free_port() for name in ("waitress", "workers", "wide", "policy")
              + (("rules",) if rules else ())}
     server = start_listening(
         [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
@@ -338,18 +362,22 @@ def main() -> None:
         with open(config) as fh:
             ruled = json.load(fh)
         ruled["keys"][0]["tools"] = tool_rules(rules)
-        with open(os.path.join(folder, "ruled.json"), "w") as fh:
+        ruled_path = os.path.join(folder, "ruled.json")
+        with open(ruled_path, "w") as fh:
             json.dump(ruled, fh)
         command = [sys.executable, "-m", "raider_sync.gateway", "--config", config]
         extra = {"waitress": ["--threads", str(CLIENTS)],
                  "workers": ["--threads", str(CLIENTS), "--workers", "2"],
                  "wide": ["--threads", str(STREAMS + 2 * CLIENTS)],
-                 "rules": ["--threads", str(CLIENTS), "--config", fh.name]}
+                 "rules": ["--threads", str(CLIENTS)],
+                 "policy": ["--threads", str(CLIENTS)]}
+        configs = {"rules": ruled_path, "policy": with_metrics(ruled_path if rules else config)}
         try:
             for name, port in ports.items():
                 relays[name] = start_listening(
-                    command + ["--listen", f"127.0.0.1:{port}", *extra[name]], port,
-                    env={"RAIDER_BENCH_KEY": KEY})
+                    command[:-1] + [configs.get(name, config), "--listen", f"127.0.0.1:{port}",
+                                    *extra[name]], port,
+                    env={"RAIDER_BENCH_KEY": KEY, "RAIDER_BENCH_METRICS": METRICS_TOKEN})
             url = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
             targets = {"waitress relay": (f"{url['waitress']}/mcp/sdk",
                                           psutil.Process(relays["waitress"].pid)),
@@ -358,7 +386,10 @@ def main() -> None:
             if rules:
                 targets[f"waitress relay, {rules} tool rules"] = (
                     f"{url['rules']}/mcp/sdk", psutil.Process(relays["rules"].pid))
+            policy = f"{rules} tool rules + metrics" if rules else "metrics on"
+            targets[policy] = (f"{url['policy']}/mcp/sdk", psutil.Process(relays["policy"].pid))
             overhead(direct, psutil.Process(server.pid), targets)
+            print(f"  {policy}: the relay counted {counted_calls(url['policy']):.0f} tool calls")
             held_at_once(relays["wide"], url["wide"], url["waitress"], url["workers"])
         finally:
             for relay in relays.values():

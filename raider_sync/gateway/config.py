@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from ..errors import ConfigError
 from . import protocol
 from .keys import external_entries
+from .metrics import MetricsSettings, token_digest
 from .rate_limits import RateLimitSettings, Rates
 from .tool_rules import ToolRules, key_problems
 
@@ -133,6 +134,7 @@ class _Settings(_Model):
     rate_limits: Optional[RateLimitSettings] = None
     keys_dir: Optional[str] = None
     keys_env: Optional[str] = None
+    metrics: Optional[MetricsSettings] = None
 
 
 class GatewayConfig(_Settings):
@@ -146,6 +148,7 @@ class GatewayConfig(_Settings):
     _oauth: dict[str, Any] = PrivateAttr(default_factory=dict)
     _resolved: bool = PrivateAttr(default=False)
     _reload: Any = PrivateAttr(default=None)
+    _metrics_token: Optional[bytes] = PrivateAttr(default=None)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -200,6 +203,7 @@ class GatewayConfig(_Settings):
         digests = _key_digests(keys, env, problems)
         credentials = _credentials(servers, env, problems)
         oauth = _oauth_clients(servers, env, problems)
+        metrics_token = token_digest(settings.metrics, env, digests, problems)
         if problems:
             raise ConfigError(f"{source}: " + "; ".join(problems), problems)
         config = cls(**settings.model_dump(), servers=[s for _, s in servers],
@@ -208,6 +212,7 @@ class GatewayConfig(_Settings):
         config._credentials = credentials
         config._oauth = oauth
         config._resolved = True
+        config._metrics_token = metrics_token
         config._reload = lambda: cls.from_dict(data, env=env, source=source)
         return config
 
@@ -236,6 +241,10 @@ class GatewayConfig(_Settings):
     def key_digests(self) -> list[tuple[str, bytes, frozenset]]:
         """``(key id, sha256 digest of the key, names of its servers)`` for every key."""
         return list(self._digests)
+
+    def metrics_token_digest(self) -> Optional[bytes]:
+        """The SHA-256 of the operator's metrics token (``metrics``), or None: no metrics."""
+        return self._metrics_token
 
     def upstream_headers(self, server: GatewayServer) -> dict[str, str]:
         """The headers the gateway adds to every request relayed to ``server``: its static

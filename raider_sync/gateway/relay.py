@@ -2,6 +2,8 @@
 
     POST|GET|DELETE /mcp/<name>[/<sub-path>]   relayed to the server's configured URL
     GET /v1/mcp/servers                        the servers the caller's key may use
+    GET /metrics                               Prometheus metrics, for the operator's token
+                                               (:mod:`raider_sync.gateway.metrics`)
 
 A client presents its key as ``Authorization: Bearer KEY`` or ``X-Api-Key: KEY``; no key or an
 unknown key is 401, a server the key was not assigned looks exactly like an unknown one (404).
@@ -56,11 +58,14 @@ import sys
 import threading
 import time
 from http import HTTPStatus
-from typing import Any, Iterable, Optional, cast
+from typing import Any, Callable, Iterable, Optional, cast
 
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless, tool_rules
+from . import tracing as tracing_part
 from .config import GatewayConfig, GatewayServer
+from .metrics import PATH as METRICS_PATH
+from .metrics import Metrics
 from .plan import Plan
 from .rate_limits import RateLimiter, key_rates, refusal
 from .sessions import SessionBinding
@@ -100,11 +105,14 @@ class Relay:
     logged, never fails the request; the file is appended one line per ``write`` (O_APPEND),
     so several processes may share it. Thread-safe: a WSGI server calls it from many threads.
     :meth:`close` (or ``with``) closes the pooled upstream connections, the usage file and the
-    watcher thread.
+    watcher thread. The config's ``metrics`` entry adds ``GET /metrics``
+    (:mod:`~raider_sync.gateway.metrics`); ``tracing`` is None (OpenTelemetry's global provider
+    when installed), False (none) or a :class:`~raider_sync.gateway.tracing.Tracing`.
     """
 
     def __init__(self, config: GatewayConfig, *, on_usage: Optional[UsageCallback] = None,
-                 usage_log: Optional[str] = None, pool_size: int = 64, threads: int = 16):
+                 usage_log: Optional[str] = None, pool_size: int = 64, threads: int = 16,
+                 tracing: Any = None):
         if not isinstance(config, GatewayConfig) or not config.resolved:
             raise ConfigError("the relay needs a GatewayConfig from GatewayConfig.load or from_dict")
         self.on_usage = on_usage
@@ -113,8 +121,14 @@ class Relay:
         self._plan = Plan(config, threads, fixed_headers=_FIXED_HEADERS)
         self._upstream = Upstream(max(pool_size, threads))  # a stream each
         self._rates = RateLimiter.of(config)
+        self._metrics = _metrics(config)
+        self._tracing = tracing_part.resolve(tracing)
         self._usage = Usage(usage_log if usage_log is not None else config.usage_log,
                             lambda: self.on_usage)
+        if self._metrics is not None:
+            self._usage.subscribe(self._metrics.record)
+        if self._tracing is not None:
+            self._usage.subscribe(self._tracing.finish, self._tracing.active)
         self._watcher = Watcher()  # of the streams whose clients may go away
         self._lock = threading.Lock()
         self._closed = False
@@ -219,6 +233,8 @@ class Relay:
             route = None
         elif path.startswith("/mcp/") and len(path) > 5:
             route = path[5:]
+        elif path == METRICS_PATH and self._metrics is not None:
+            return self._scrape(environ, start_response, event, started, self._metrics)
         else:
             return self._answer(start_response, event, started, 404, "not_found", "no such route")
 
@@ -392,6 +408,8 @@ class Relay:
                 return self._answer(start_response, event, started, 502, "upstream_auth",
                                     "the gateway could not get a token for the MCP server")
         headers.update(fixed)
+        if self._tracing is not None:
+            self._tracing.start(environ, event, server.name, url, headers)
         timeouts = self.config.timeouts_for(server)
         try:
             response = self._upstream.send(event["method"], url, headers, body or None,
@@ -417,6 +435,9 @@ class Relay:
                                     "the MCP server compressed an answer the gateway must filter")
         if screen is not None and not event_stream:  # a list to filter is read whole
             length = 0  # over max_request_bytes: refused as a broken answer
+        metrics = self._metrics
+        lister = metrics if metrics is not None and event["rpc"] == "tools/list" \
+            and metrics.readable(response.headers) else None  # learns the tools for its labels
         if not event_stream and length is not None and length <= BUFFER_LIMIT:
             try:
                 # never decoded: a compressed body goes on as it came, with its
@@ -428,6 +449,8 @@ class Relay:
                 return self._answer(start_response, event, started, 502, "upstream_broken",
                                     "the MCP server broke off its answer")
             response.close()
+            if lister is not None:
+                lister.learn_tools(server.name, data)
             start_response(status, relayed + [("Content-Length", str(len(data)))])
             event["response_bytes"] = len(data)
             self._usage.emit(event, started)
@@ -445,15 +468,38 @@ class Relay:
             raise
         if screen is not None:  # chunks, shutdown and close as the answer's own
             response = cast(Answer, tool_rules.Screened(response, screen))
-        stream = Stream(response, event, started, watcher=self._watcher, emit=self._usage.emit)
+        emit: Callable[[dict, float], None] = self._usage.emit
+        if metrics is not None and event_stream:
+            emit = metrics.streaming(event, emit)
+        stream = Stream(response, event, started, watcher=self._watcher, emit=emit)
+        if lister is not None:
+            stream.tap = lister.tool_list_reader(server.name)
         disconnected = environ.get("waitress.client_disconnected")
         if callable(disconnected):
             self._watcher.watch(stream, disconnected)
         return stream
 
+    def _scrape(self, environ, start_response, event, started, metrics: Metrics):
+        """``GET /metrics`` for the operator's metrics token; a customer key is refused."""
+        event["endpoint"] = METRICS_PATH
+        if not metrics.allowed(environ):
+            return self._answer(start_response, event, started, 401, "unauthorized",
+                                "the metrics token is required (Authorization: Bearer TOKEN)",
+                                [("WWW-Authenticate", 'Bearer realm="raider-sync-gateway-metrics"')])
+        if event["method"] != "GET":
+            return self._answer(start_response, event, started, 405, "method_not_allowed",
+                                "the metrics answer GET", [("Allow", "GET")])
+        body, content_type = metrics.exposition()
+        start_response(_status_line(200), [("Content-Type", content_type),
+                                           ("Content-Length", str(len(body)))])
+        event["status"], event["response_bytes"] = 200, len(body)
+        self._usage.emit(event, started)
+        return [body]
+
     def _answer(self, start_response, event, started, status: int, kind: str, message: str,
                 extra: list | None = None):
         body = json.dumps({"error": {"type": kind, "message": message}}).encode()
+        event["error"] = kind
         return self._answer_body(start_response, event, started, status, body, extra)
 
     def _answer_body(self, start_response, event, started, status, body, extra=None):
@@ -463,6 +509,19 @@ class Relay:
         event["response_bytes"] = len(body)
         self._usage.emit(event, started)
         return [body]
+
+def _metrics(config: GatewayConfig) -> Optional[Metrics]:
+    """The relay's metrics when the config has a metrics token; ConfigError when
+    prometheus-client is missing."""
+    digest = config.metrics_token_digest()
+    if digest is None:
+        return None
+    try:
+        return Metrics(digest, config.metrics.tools_per_server if config.metrics else 100)
+    except ImportError as exc:
+        raise ConfigError("metrics: prometheus-client is not installed "
+                          "(pip install 'raider_sync[gateway]')") from exc
+
 
 @functools.cache  # the codes are three digits
 def _status_line(code: int) -> str:

@@ -45,12 +45,15 @@ class Stream:
         self.closed = False
         self.complete = False
         self.lease = None  # the per-key limit it holds, given back at close
+        self.tap: Optional[Callable[[bytes], None]] = None  # sees each chunk (the metrics)
 
     def __iter__(self):
         # not decoded, as the buffered answer is not: Content-Encoding is relayed with it
         try:
             for chunk in self.response.chunks(CHUNK):  # whatever has arrived, up to CHUNK
                 self.event["response_bytes"] += len(chunk)
+                if self.tap is not None:
+                    self.tap(chunk)
                 yield chunk
             self.complete = "ended" not in self.event  # not cut short by abort()
         except Exception as exc:  # the upstream broke off or timed out, or abort() cut it

@@ -37,11 +37,19 @@ class Usage:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                            0o640) if path else None
         self._lock = threading.Lock()
+        self._subscribers: list[tuple[UsageCallback, Callable[[], bool]]] = []
+
+    def subscribe(self, hook: UsageCallback, wanted: Callable[[], bool] = lambda: True) -> None:
+        """Give every finished event to ``hook`` too (the gateway's metrics and tracing), after
+        the callback; ``wanted()`` says whether it needs events now (asked at each request).
+        A hook that raises is logged. Subscribe before the relay serves."""
+        self._subscribers.append((hook, wanted))
 
     def observed(self) -> bool:
         """Whether anyone reads usage events: a callback, the usage file or the usage log."""
         return self._on_usage() is not None or self._fd is not None \
-            or usage_log.isEnabledFor(logging.INFO)
+            or usage_log.isEnabledFor(logging.INFO) \
+            or any(wanted() for _, wanted in self._subscribers)
 
     def emit(self, event: dict, started: float) -> None:
         """Send ``event`` of a request that began at ``started`` (``time.perf_counter()``)."""
@@ -67,6 +75,11 @@ class Usage:
                 callback(event)
             except Exception:
                 log.exception("gateway: the usage callback failed")
+        for hook, _ in self._subscribers:
+            try:
+                hook(event)
+            except Exception:
+                log.exception("gateway: a usage subscriber failed")
 
     def close(self) -> None:
         """Close the usage file; the events that follow go to the callback and the log only."""

@@ -29,12 +29,15 @@ of gunicorn's own restart of all workers. The same worker serves gunicorn run by
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 from typing import Any, Optional
 
 from gunicorn.workers.base import Worker
 
 from .config import GatewayConfig
+from .metrics import MULTIPROC_ENV, mark_dead
 from .relay import Relay
 from .serving import HEADER_TIMEOUT, Serving, connection_limit, reload_keys_on_sighup
 
@@ -119,7 +122,8 @@ def serve(config_path: str, bind: str, workers: int, threads: int,
           header_timeout: float = HEADER_TIMEOUT) -> None:
     """Run gunicorn's master in this process until SIGINT/SIGTERM; blocks. A bad config makes
     every worker fail to boot, and gunicorn exits. ``header_timeout``: see
-    :class:`WaitressWorker`."""
+    :class:`WaitressWorker`. Without ``$PROMETHEUS_MULTIPROC_DIR``, a temporary one is made
+    for the workers' metrics and removed on the way out."""
     from gunicorn.app.base import BaseApplication
     from gunicorn.arbiter import Arbiter
 
@@ -143,6 +147,8 @@ def serve(config_path: str, bind: str, workers: int, threads: int,
             for name, value in gunicorn_settings(bind, workers, threads, connections).items():
                 self.cfg.set(name, value)
             self.cfg.set("worker_class", GatewayWorker)
+            # a worker that exited leaves its live gauges (the open streams) behind
+            self.cfg.set("child_exit", lambda arbiter, worker: mark_dead(worker.pid))
 
         def load(self):
             relay = Relay(GatewayConfig.load(config_path), usage_log=usage_log, threads=threads)
@@ -152,4 +158,15 @@ def serve(config_path: str, bind: str, workers: int, threads: int,
         def run(self):
             KeysArbiter(self).run()
 
-    Application().run()
+    # the workers' metrics (when the config has them) are summed from files in one directory,
+    # named before the fork; the operator's own directory is used as it is
+    master, folder = os.getpid(), None
+    if not os.environ.get(MULTIPROC_ENV):
+        folder = tempfile.mkdtemp(prefix="raider-gateway-metrics-")
+        os.environ[MULTIPROC_ENV] = folder
+    try:
+        Application().run()
+    finally:
+        if folder is not None and os.getpid() == master:  # a worker leaves through here too
+            os.environ.pop(MULTIPROC_ENV, None)
+            shutil.rmtree(folder, ignore_errors=True)
