@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ..errors import ConfigError
 from . import protocol
+from .audit import AuditSettings
 from .keys import external_entries
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
@@ -127,6 +128,7 @@ class _Settings(_Model):
     limits: Limits = Field(default_factory=Limits)
     keys_dir: Optional[str] = None
     keys_env: Optional[str] = None
+    audit: Optional[AuditSettings] = None
 
 
 class GatewayConfig(_Settings):

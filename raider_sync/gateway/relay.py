@@ -59,6 +59,7 @@ from typing import Any, Iterable, Optional
 
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless
+from .audit import AuditLog, arguments_of
 from .config import GatewayConfig, GatewayServer
 from .limits import KeyLimits, default_limits
 from .sessions import SessionBinding
@@ -122,6 +123,9 @@ class Relay:
                                  config.limits.streams_per_key or streams_default)
         self._usage = Usage(usage_log if usage_log is not None else config.usage_log,
                             lambda: self.on_usage)
+        self._audit = AuditLog.from_settings(config.audit)  # the decisions, hash-chained
+        if self._audit is not None:
+            self._usage.subscribe(self._audit.record, arguments=self._audit.arguments)
         self._watcher = Watcher()  # of the streams whose clients may go away
         self._lock = threading.Lock()
         self._closed = False
@@ -139,6 +143,8 @@ class Relay:
         self._upstream.close()
         self.config.close()
         self._usage.close()
+        if self._audit is not None:
+            self._audit.close()
 
     def __enter__(self) -> "Relay":
         return self
@@ -165,7 +171,7 @@ class Relay:
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         event = {"key": None, "server": None, "endpoint": None,
                  "method": environ.get("REQUEST_METHOD", "GET"), "rpc": None, "tool": None,
-                 "status": None, "request_bytes": 0, "response_bytes": 0}
+                 "status": None, "error": None, "request_bytes": 0, "response_bytes": 0}
         started = time.perf_counter()
         try:
             return self._handle(environ, start_response, event, started)
@@ -176,6 +182,7 @@ class Relay:
             start_response(_status_line(500), [("Content-Type", "application/json"),
                                                ("Content-Length", str(len(body)))], sys.exc_info())
             event["status"], event["response_bytes"] = 500, len(body)
+            event["error"] = "internal_error"
             self._usage.emit(event, started)
             return [body.encode()]
 
@@ -254,9 +261,12 @@ class Relay:
         event["request_bytes"] = len(body)
         if self._usage.observed():  # the body is parsed only for someone who reads the event
             event["rpc"], event["tool"] = protocol.rpc_call(body)
+            if self._usage.wants_arguments and event["tool"] is not None:
+                event["arguments"] = arguments_of(body)  # for the audit, when opted in
         if method == "POST":  # stateless requests: Mcp-Method/Mcp-Name must say what the body says
             problem = stateless.problem(environ, body)
             if problem is not None:
+                event["error"] = "header_mismatch"
                 return self._answer_body(start_response, event, started, 400,
                                          stateless.refusal(body, problem))
         bind = SessionBinding(token, event["key"], name)
@@ -411,6 +421,7 @@ class Relay:
     def _answer(self, start_response, event, started, status: int, kind: str, message: str,
                 extra: list | None = None):
         body = json.dumps({"error": {"type": kind, "message": message}}).encode()
+        event["error"] = kind  # why the gateway answered itself: the audit's reason
         return self._answer_body(start_response, event, started, status, body, extra)
 
     def _answer_body(self, start_response, event, started, status, body, extra=None):

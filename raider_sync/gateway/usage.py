@@ -5,7 +5,8 @@ a request built up (key, server, method, JSON-RPC method and tool, status, bytes
 answer is finished: stamped with the time and the duration, to the ``on_usage(event)``
 callback, appended as one JSON line to the usage file (a single ``write`` on an ``O_APPEND``
 file, so several processes may share it), and logged as that line at INFO on
-``raider_sync.gateway.usage``. Nobody reading, nothing is done.
+``raider_sync.gateway.usage``. Parts of the gateway that act on what happened (the audit log)
+:meth:`~Usage.subscribe` to the same events. Nobody reading, nothing is done.
 
 Emitting blocks only on the file's write. Nothing is raised from it: a failing callback or
 write is logged. Opening the file raises OSError.
@@ -37,10 +38,20 @@ class Usage:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                            0o640) if path else None
         self._lock = threading.Lock()
+        self._subscribers: list[UsageCallback] = []
+        self.wants_arguments = False  # a subscriber records the tool arguments
+
+    def subscribe(self, callback: UsageCallback, *, arguments: bool = False) -> None:
+        """Call ``callback(event)`` with every event too (after the file and ``on_usage``);
+        ``arguments``: it wants the event's ``arguments`` (a tools/call's argument values),
+        which never reach the usage file, the log or ``on_usage``. Call before serving."""
+        self._subscribers.append(callback)
+        self.wants_arguments = self.wants_arguments or arguments
 
     def observed(self) -> bool:
-        """Whether anyone reads usage events: a callback, the usage file or the usage log."""
-        return self._on_usage() is not None or self._fd is not None \
+        """Whether anyone reads usage events: a callback, the usage file, a subscriber or the
+        usage log."""
+        return self._on_usage() is not None or self._fd is not None or bool(self._subscribers) \
             or usage_log.isEnabledFor(logging.INFO)
 
     def emit(self, event: dict, started: float) -> None:
@@ -49,6 +60,8 @@ class Usage:
             return
         event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         event = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event}
+        full, event = event, ({k: v for k, v in event.items() if k != "arguments"}
+                              if "arguments" in event else event)
         text = json.dumps(event) if self._fd is not None \
             or usage_log.isEnabledFor(logging.INFO) else None
         if text is not None:
@@ -67,6 +80,11 @@ class Usage:
                 callback(event)
             except Exception:
                 log.exception("gateway: the usage callback failed")
+        for subscriber in self._subscribers:
+            try:
+                subscriber(full)
+            except Exception:
+                log.exception("gateway: a usage subscriber failed")
 
     def close(self) -> None:
         """Close the usage file; the events that follow go to the callback and the log only."""
