@@ -201,7 +201,8 @@ def verify(path: str) -> Verdict:
     ends_clean = lines[-1] == b""
     if ends_clean:
         lines.pop()
-    prev, seq, records, notes = GENESIS, 0, 0, []
+    prev, seq, records = GENESIS, 0, 0
+    notes: list[str] = []
     torn_at: Optional[int] = None
     for number, line in enumerate(lines, 1):
         if number == len(lines) and not ends_clean:

@@ -33,9 +33,10 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from ..errors import ConfigError
+from ..errors import AuthError, ConfigError
 from . import protocol
 from .audit import AuditSettings
+from .identity import IdentitySettings, TokenExchangeSettings, exchangers
 from .keys import external_entries
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
@@ -99,6 +100,7 @@ class GatewayServer(_Model):
     headers: dict[str, str] = Field(default_factory=dict)
     credential: Optional[Credential] = None
     oauth: Optional[OAuthCredential] = None
+    token_exchange: Optional[TokenExchangeSettings] = None
     timeouts: Optional[Timeouts] = None
     command: Optional[str] = None
     args: list[str] = Field(default_factory=list)
@@ -129,6 +131,7 @@ class _Settings(_Model):
     keys_dir: Optional[str] = None
     keys_env: Optional[str] = None
     audit: Optional[AuditSettings] = None
+    identity: Optional[IdentitySettings] = None
 
 
 class GatewayConfig(_Settings):
@@ -140,6 +143,7 @@ class GatewayConfig(_Settings):
     _digests: list[tuple[str, bytes, frozenset]] = PrivateAttr(default_factory=list)
     _credentials: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
     _oauth: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _exchange: dict[str, Any] = PrivateAttr(default_factory=dict)
     _resolved: bool = PrivateAttr(default=False)
     _reload: Any = PrivateAttr(default=None)
 
@@ -196,6 +200,7 @@ class GatewayConfig(_Settings):
         digests = _key_digests(keys, env, problems)
         credentials = _credentials(servers, env, problems)
         oauth = _oauth_clients(servers, env, problems)
+        exchange = exchangers(servers, settings.identity, settings.timeouts, env, problems)
         if problems:
             raise ConfigError(f"{source}: " + "; ".join(problems), problems)
         config = cls(**settings.model_dump(), servers=[s for _, s in servers],
@@ -203,6 +208,7 @@ class GatewayConfig(_Settings):
         config._digests = digests
         config._credentials = credentials
         config._oauth = oauth
+        config._exchange = exchange
         config._resolved = True
         config._reload = lambda: cls.from_dict(data, env=env, source=source)
         return config
@@ -233,9 +239,11 @@ class GatewayConfig(_Settings):
         """``(key id, sha256 digest of the key, names of its servers)`` for every key."""
         return list(self._digests)
 
-    def upstream_headers(self, server: GatewayServer) -> dict[str, str]:
+    def upstream_headers(self, server: GatewayServer, key: Optional[str] = None
+                         ) -> dict[str, str]:
         """The headers the gateway adds to every request relayed to ``server``: its static
-        headers and its credential (the operator's, never the client's)."""
+        headers and its credential (the operator's, never the client's), or for a server with
+        ``token_exchange`` the token of the calling ``key`` (an id)."""
         headers = dict(server.headers)
         credential = self._credentials.get(server.name)
         if credential is not None:
@@ -243,12 +251,20 @@ class GatewayConfig(_Settings):
         auth = self._oauth.get(server.name)
         if auth is not None:  # blocks while a token is fetched or renewed; raises AuthError
             headers.update(auth.token_headers("POST", server.url or "", None))
+        exchanger = self._exchange.get(server.name)
+        if exchanger is not None:  # blocks while the key's token is exchanged; raises AuthError
+            if key is None:
+                raise AuthError("token exchange: the server's token is per key, and no key "
+                                "was given", step="token")
+            headers.update(exchanger.headers(key))
         return headers
 
     def close(self) -> None:
         """Close the connections the upstreams' OAuth clients opened (tokens are kept)."""
         for auth in self._oauth.values():
             auth.close()
+        for exchanger in self._exchange.values():
+            exchanger.close()
 
     def timeouts_for(self, server: GatewayServer) -> Timeouts:
         """The server's own timeouts, or the config's."""
@@ -357,7 +373,7 @@ def server_problems(server: GatewayServer) -> list[str]:
     else:
         if not server.command:
             out.append("command: a stdio server needs a command")
-        for field in ("url", "headers", "credential", "oauth", "timeouts"):
+        for field in ("url", "headers", "credential", "oauth", "token_exchange", "timeouts"):
             if field in server.model_fields_set:
                 out.append(f"{field}: a stdio server is not relayed; it has no {field}")
     return out

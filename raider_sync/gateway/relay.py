@@ -114,7 +114,8 @@ class Relay:
         # headers and credential, then the relay's own; a server with an OAuth client asks
         # the config per request (its token is fetched and renewed)
         self._fixed = {s.name: {**config.upstream_headers(s), **_FIXED_HEADERS}
-                       for s in config.servers if s.relayed and s.oauth is None}
+                       for s in config.servers if s.relayed and s.oauth is None
+                       and s.token_exchange is None}
         self._origins = None if config.allowed_origins is None else {
             o.rstrip("/").lower() for o in config.allowed_origins}
         self._upstream = Upstream(max(pool_size, threads))  # a stream each
@@ -364,11 +365,11 @@ class Relay:
         fixed = self._fixed.get(server.name)
         if fixed is None:
             try:
-                fixed = {**self.config.upstream_headers(server), **_FIXED_HEADERS}
+                fixed = {**self.config.upstream_headers(server, event["key"]), **_FIXED_HEADERS}
             except AuthError as exc:
                 log.warning("%s: no upstream token: %s", server.name, exc)
                 return self._answer(start_response, event, started, 502, "upstream_auth",
-                                    "the gateway could not get a token for the MCP server")
+                                    _token_failure(server, exc))
         headers.update(fixed)
         timeouts = self.config.timeouts_for(server)
         try:
@@ -431,6 +432,15 @@ class Relay:
         event["response_bytes"] = len(body)
         self._usage.emit(event, started)
         return [body]
+
+def _token_failure(server: GatewayServer, exc: AuthError) -> str:
+    """What the client is told when no upstream token came: for a token exchange, that the
+    exchange for its key failed, and the authorization server's error code."""
+    if server.token_exchange is None:
+        return "the gateway could not get a token for the MCP server"
+    code = f" ({exc.error})" if exc.error else ""
+    return f"the token exchange for this key at the MCP server's authorization server failed{code}"
+
 
 @functools.cache  # the codes are three digits
 def _status_line(code: int) -> str:
