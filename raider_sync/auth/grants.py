@@ -1,8 +1,9 @@
 """The ways to a token: the authorization-code flow with PKCE (a person approves), the device
 authorization grant (RFC 8628), refresh, and grants without a person: client credentials
 (``client_secret_basic``, ``client_secret_post``, ``private_key_jwt``), JWT bearer assertions
-(RFC 7523, workload identity) and token exchange for enterprise-managed authorization
-(ID-JAG). Each blocks on bounded HTTP exchanges and raises AuthError naming the step.
+(RFC 7523, workload identity), token exchange for enterprise-managed authorization
+(ID-JAG) and token exchange on behalf of a subject (RFC 8693). Each blocks on bounded HTTP
+exchanges and raises AuthError naming the step.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+JWT_TOKEN = "urn:ietf:params:oauth:token-type:jwt"
+ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
 
 Secret = str | Callable[[], str]
 
@@ -267,3 +270,36 @@ class IdJag(Grant):
                             "access_token (the ID-JAG)", step="token")
         grant = JwtBearer(jag, self.client_id, self.client_secret)
         return grant.fetch(endpoint, scope, deadline=deadline)
+
+
+@dataclass
+class TokenExchange(Grant):
+    """RFC 8693 token exchange: ``subject_token`` (a string, or ``fn(as_issuer)`` returning a
+    fresh one for that authorization server) of type ``subject_token_type`` is exchanged, by
+    the client ``client_id`` (``client_secret`` sent as ``method``), for an access token to the
+    server's resource (and ``audience``, when given). Raises AuthError(step="token") with the
+    server's error when it refuses."""
+    subject_token: str | Callable[[str], str] = field(repr=False)
+    client_id: str
+    client_secret: str | None = field(default=None, repr=False)
+    method: str = "client_secret_basic"
+    subject_token_type: str = JWT_TOKEN
+    audience: str | None = None
+
+    def client(self, metadata: dict) -> Client:
+        return Client(self.client_id, self.client_secret,
+                      self.method if self.client_secret else "none")
+
+    def fetch(self, endpoint, scope, *, deadline=None):
+        disc = endpoint.disc
+        subject = self.subject_token(disc.issuer) if callable(self.subject_token) \
+            else self.subject_token
+        form = {"grant_type": TOKEN_EXCHANGE, "subject_token": subject,
+                "subject_token_type": self.subject_token_type,
+                "requested_token_type": ACCESS_TOKEN, "resource": disc.resource}
+        if self.audience:
+            form["audience"] = self.audience
+        if scope:
+            form["scope"] = scope
+        answer = endpoint.post(form, self.client(disc.metadata), deadline=deadline)
+        return tokens_from(answer, requested_scope=scope, step="token")

@@ -21,14 +21,15 @@ import sys
 import threading
 
 from ..errors import ConfigError
+from . import audit
 from .config import GatewayConfig
 from .relay import Relay
 from .serving import HEADER_TIMEOUT, Serving, reload_keys_on_sighup
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="FILE",
-                        help="the gateway config (JSON; .toml on Python 3.11+)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="the gateway config (JSON; .toml on Python 3.11+); required to serve")
     parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
                         help="address to serve on (default 127.0.0.1:8080; port 0 picks one)")
     parser.add_argument("--threads", type=int, default=16, metavar="N",
@@ -49,6 +50,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only check the config: list every problem, exit 2 if any")
     parser.add_argument("--json", action="store_true",
                         help="with --check: print the outcome as JSON for scripts")
+    audit.register(parser)  # raider-sync gateway audit verify FILE
 
 
 def register(subparsers) -> None:
@@ -72,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM. Exit codes as every raider-sync command: 0 after a clean
     stop (or a config that checks), 1 for a missing waitress or an address in use, 2 for a
     bad config or a bad ``--listen``."""
+    if args.config is None:  # optional for argparse only so that ``gateway audit`` needs none
+        print("raider-sync gateway: the following arguments are required: --config",
+              file=sys.stderr)
+        return 2
     try:
         host, port = _listen(args.listen)
     except ValueError as exc:

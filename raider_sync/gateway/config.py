@@ -33,8 +33,10 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from ..errors import ConfigError
+from ..errors import AuthError, ConfigError
 from . import protocol
+from .audit import AuditSettings
+from .identity import IdentitySettings, TokenExchangeSettings, exchangers
 from .keys import external_entries
 from .metrics import MetricsSettings, token_digest
 from .rate_limits import RateLimitSettings, Rates
@@ -101,6 +103,7 @@ class GatewayServer(_Model):
     headers: dict[str, str] = Field(default_factory=dict)
     credential: Optional[Credential] = None
     oauth: Optional[OAuthCredential] = None
+    token_exchange: Optional[TokenExchangeSettings] = None
     timeouts: Optional[Timeouts] = None
     command: Optional[str] = None
     args: list[str] = Field(default_factory=list)
@@ -135,6 +138,8 @@ class _Settings(_Model):
     keys_dir: Optional[str] = None
     keys_env: Optional[str] = None
     metrics: Optional[MetricsSettings] = None
+    audit: Optional[AuditSettings] = None
+    identity: Optional[IdentitySettings] = None
 
 
 class GatewayConfig(_Settings):
@@ -146,6 +151,7 @@ class GatewayConfig(_Settings):
     _digests: list[tuple[str, bytes, frozenset]] = PrivateAttr(default_factory=list)
     _credentials: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
     _oauth: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _exchange: dict[str, Any] = PrivateAttr(default_factory=dict)
     _resolved: bool = PrivateAttr(default=False)
     _reload: Any = PrivateAttr(default=None)
     _metrics_token: Optional[bytes] = PrivateAttr(default=None)
@@ -204,6 +210,7 @@ class GatewayConfig(_Settings):
         credentials = _credentials(servers, env, problems)
         oauth = _oauth_clients(servers, env, problems)
         metrics_token = token_digest(settings.metrics, env, digests, problems)
+        exchange = exchangers(servers, settings.identity, settings.timeouts, env, problems)
         if problems:
             raise ConfigError(f"{source}: " + "; ".join(problems), problems)
         config = cls(**settings.model_dump(), servers=[s for _, s in servers],
@@ -211,6 +218,7 @@ class GatewayConfig(_Settings):
         config._digests = digests
         config._credentials = credentials
         config._oauth = oauth
+        config._exchange = exchange
         config._resolved = True
         config._metrics_token = metrics_token
         config._reload = lambda: cls.from_dict(data, env=env, source=source)
@@ -246,9 +254,11 @@ class GatewayConfig(_Settings):
         """The SHA-256 of the operator's metrics token (``metrics``), or None: no metrics."""
         return self._metrics_token
 
-    def upstream_headers(self, server: GatewayServer) -> dict[str, str]:
+    def upstream_headers(self, server: GatewayServer, key: Optional[str] = None
+                         ) -> dict[str, str]:
         """The headers the gateway adds to every request relayed to ``server``: its static
-        headers and its credential (the operator's, never the client's)."""
+        headers and its credential (the operator's, never the client's), or for a server with
+        ``token_exchange`` the token of the calling ``key`` (an id)."""
         headers = dict(server.headers)
         credential = self._credentials.get(server.name)
         if credential is not None:
@@ -256,12 +266,20 @@ class GatewayConfig(_Settings):
         auth = self._oauth.get(server.name)
         if auth is not None:  # blocks while a token is fetched or renewed; raises AuthError
             headers.update(auth.token_headers("POST", server.url or "", None))
+        exchanger = self._exchange.get(server.name)
+        if exchanger is not None:  # blocks while the key's token is exchanged; raises AuthError
+            if key is None:
+                raise AuthError("token exchange: the server's token is per key, and no key "
+                                "was given", step="token")
+            headers.update(exchanger.headers(key))
         return headers
 
     def close(self) -> None:
         """Close the connections the upstreams' OAuth clients opened (tokens are kept)."""
         for auth in self._oauth.values():
             auth.close()
+        for exchanger in self._exchange.values():
+            exchanger.close()
 
     def timeouts_for(self, server: GatewayServer) -> Timeouts:
         """The server's own timeouts, or the config's."""
@@ -370,7 +388,7 @@ def server_problems(server: GatewayServer) -> list[str]:
     else:
         if not server.command:
             out.append("command: a stdio server needs a command")
-        for field in ("url", "headers", "credential", "oauth", "timeouts"):
+        for field in ("url", "headers", "credential", "oauth", "token_exchange", "timeouts"):
             if field in server.model_fields_set:
                 out.append(f"{field}: a stdio server is not relayed; it has no {field}")
     return out

@@ -35,7 +35,8 @@ class Plan:
         # headers and credential, then the relay's own; a server with an OAuth client asks
         # the config per request (its token is fetched and renewed)
         self.fixed = {s.name: {**config.upstream_headers(s), **fixed_headers}
-                      for s in config.servers if s.relayed and s.oauth is None}
+                      for s in config.servers if s.relayed and s.oauth is None
+                      and s.token_exchange is None}  # those ask per request (a token per key)
         self.origins = None if config.allowed_origins is None else {
             o.rstrip("/").lower() for o in config.allowed_origins}
         self.tool_rules = tool_rules.filters(config.keys)

@@ -63,6 +63,7 @@ from typing import Any, Callable, Iterable, Optional, cast
 from ..errors import AuthError, ConfigError
 from . import protocol, stateless, tool_rules
 from . import tracing as tracing_part
+from .audit import AuditLog, arguments_of
 from .config import GatewayConfig, GatewayServer
 from .metrics import PATH as METRICS_PATH
 from .metrics import Metrics
@@ -129,6 +130,9 @@ class Relay:
             self._usage.subscribe(self._metrics.record)
         if self._tracing is not None:
             self._usage.subscribe(self._tracing.finish, self._tracing.active)
+        self._audit = AuditLog.from_settings(config.audit)  # the decisions, hash-chained
+        if self._audit is not None:
+            self._usage.subscribe(self._audit.record, arguments=self._audit.arguments)
         self._watcher = Watcher()  # of the streams whose clients may go away
         self._lock = threading.Lock()
         self._closed = False
@@ -147,6 +151,8 @@ class Relay:
         self._rates.close()
         self.config.close()
         self._usage.close()
+        if self._audit is not None:
+            self._audit.close()
 
     def __enter__(self) -> "Relay":
         return self
@@ -195,7 +201,7 @@ class Relay:
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         event = {"key": None, "server": None, "endpoint": None,
                  "method": environ.get("REQUEST_METHOD", "GET"), "rpc": None, "tool": None,
-                 "status": None, "request_bytes": 0, "response_bytes": 0}
+                 "status": None, "error": None, "request_bytes": 0, "response_bytes": 0}
         started = time.perf_counter()
         try:
             return self._handle(environ, start_response, event, started)
@@ -206,6 +212,7 @@ class Relay:
             start_response(_status_line(500), [("Content-Type", "application/json"),
                                                ("Content-Length", str(len(body)))], sys.exc_info())
             event["status"], event["response_bytes"] = 500, len(body)
+            event["error"] = "internal_error"
             self._usage.emit(event, started)
             return [body.encode()]
 
@@ -289,9 +296,12 @@ class Relay:
         message = protocol.parse_message(body)
         if self._usage.observed():
             event["rpc"], event["tool"] = protocol.rpc_of(message, body)
+            if self._usage.wants_arguments and event["tool"] is not None:
+                event["arguments"] = arguments_of(body)  # for the audit, when opted in
         if method == "POST":  # stateless requests: Mcp-Method/Mcp-Name must say what the body says
             problem = stateless.problem(environ, body, message)
             if problem is not None:
+                event["error"] = "header_mismatch"
                 return self._answer_body(start_response, event, started, 400,
                                          stateless.refusal(body, problem))
         bind = SessionBinding(token, event["key"], name)
@@ -402,11 +412,11 @@ class Relay:
         fixed = self._fixed.get(server.name)
         if fixed is None:
             try:
-                fixed = {**self.config.upstream_headers(server), **_FIXED_HEADERS}
+                fixed = {**self.config.upstream_headers(server, event["key"]), **_FIXED_HEADERS}
             except AuthError as exc:
                 log.warning("%s: no upstream token: %s", server.name, exc)
                 return self._answer(start_response, event, started, 502, "upstream_auth",
-                                    "the gateway could not get a token for the MCP server")
+                                    _token_failure(server, exc))
         headers.update(fixed)
         if self._tracing is not None:
             self._tracing.start(environ, event, server.name, url, headers)
@@ -499,7 +509,7 @@ class Relay:
     def _answer(self, start_response, event, started, status: int, kind: str, message: str,
                 extra: list | None = None):
         body = json.dumps({"error": {"type": kind, "message": message}}).encode()
-        event["error"] = kind
+        event["error"] = kind  # why the gateway answered itself: the audit's reason
         return self._answer_body(start_response, event, started, status, body, extra)
 
     def _answer_body(self, start_response, event, started, status, body, extra=None):
@@ -521,6 +531,15 @@ def _metrics(config: GatewayConfig) -> Optional[Metrics]:
     except ImportError as exc:
         raise ConfigError("metrics: prometheus-client is not installed "
                           "(pip install 'raider_sync[gateway]')") from exc
+
+
+def _token_failure(server: GatewayServer, exc: AuthError) -> str:
+    """What the client is told when no upstream token came: for a token exchange, that the
+    exchange for its key failed, and the authorization server's error code."""
+    if server.token_exchange is None:
+        return "the gateway could not get a token for the MCP server"
+    code = f" ({exc.error})" if exc.error else ""
+    return f"the token exchange for this key at the MCP server's authorization server failed{code}"
 
 
 @functools.cache  # the codes are three digits

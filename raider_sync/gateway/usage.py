@@ -5,7 +5,8 @@ a request built up (key, server, method, JSON-RPC method and tool, status, bytes
 answer is finished: stamped with the time and the duration, to the ``on_usage(event)``
 callback, appended as one JSON line to the usage file (a single ``write`` on an ``O_APPEND``
 file, so several processes may share it), and logged as that line at INFO on
-``raider_sync.gateway.usage``. Nobody reading, nothing is done.
+``raider_sync.gateway.usage``. Parts of the gateway that act on what happened (the audit log)
+:meth:`~Usage.subscribe` to the same events. Nobody reading, nothing is done.
 
 Emitting blocks only on the file's write. Nothing is raised from it: a failing callback or
 write is logged. Opening the file raises OSError.
@@ -37,19 +38,27 @@ class Usage:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                            0o640) if path else None
         self._lock = threading.Lock()
-        self._subscribers: list[tuple[UsageCallback, Callable[[], bool]]] = []
+        #: (hook, wanted, arguments): who else gets each event, whether it wants one now,
+        #: and whether it gets the tool arguments
+        self._subscribers: list[tuple[UsageCallback, Callable[[], bool], bool]] = []
+        self.wants_arguments = False  # a subscriber records the tool arguments
 
-    def subscribe(self, hook: UsageCallback, wanted: Callable[[], bool] = lambda: True) -> None:
-        """Give every finished event to ``hook`` too (the gateway's metrics and tracing), after
-        the callback; ``wanted()`` says whether it needs events now (asked at each request).
-        A hook that raises is logged. Subscribe before the relay serves."""
-        self._subscribers.append((hook, wanted))
+    def subscribe(self, hook: UsageCallback, wanted: Callable[[], bool] = lambda: True, *,
+                  arguments: bool = False) -> None:
+        """Give every finished event to ``hook`` too (the gateway's metrics, tracing and
+        audit), after the file and ``on_usage``; ``wanted()`` says whether it needs events now
+        (asked at each request); ``arguments``: it wants the event's ``arguments`` (a
+        tools/call's argument values), which never reach the usage file, the log or
+        ``on_usage``. A hook that raises is logged. Subscribe before the relay serves."""
+        self._subscribers.append((hook, wanted, arguments))
+        self.wants_arguments = self.wants_arguments or arguments
 
     def observed(self) -> bool:
-        """Whether anyone reads usage events: a callback, the usage file or the usage log."""
+        """Whether anyone reads usage events: a callback, the usage file, the usage log or a
+        subscriber that wants them now."""
         return self._on_usage() is not None or self._fd is not None \
             or usage_log.isEnabledFor(logging.INFO) \
-            or any(wanted() for _, wanted in self._subscribers)
+            or any(wanted() for _, wanted, _ in self._subscribers)
 
     def emit(self, event: dict, started: float) -> None:
         """Send ``event`` of a request that began at ``started`` (``time.perf_counter()``)."""
@@ -57,6 +66,8 @@ class Usage:
             return
         event["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         event = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **event}
+        full, event = event, ({k: v for k, v in event.items() if k != "arguments"}
+                              if "arguments" in event else event)
         text = json.dumps(event) if self._fd is not None \
             or usage_log.isEnabledFor(logging.INFO) else None
         if text is not None:
@@ -75,9 +86,9 @@ class Usage:
                 callback(event)
             except Exception:
                 log.exception("gateway: the usage callback failed")
-        for hook, _ in self._subscribers:
+        for hook, _, arguments in self._subscribers:
             try:
-                hook(event)
+                hook(full if arguments else event)
             except Exception:
                 log.exception("gateway: a usage subscriber failed")
 

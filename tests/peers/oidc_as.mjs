@@ -5,19 +5,34 @@
 // consent step approves at once (the interaction is finished by the server itself), so a client
 // that follows redirects gets the code without a person.
 //
-//   node oidc_as.mjs PORT RESOURCE_URL [--issuer-slash]
+//   node oidc_as.mjs PORT RESOURCE_URL [--issuer-slash] [--subject-issuer ISS --subject-key PEM]
 //
 // --issuer-slash spells the issuer with a trailing "/" (http://127.0.0.1:PORT/), as some
-// servers do. Two routes stand in for an operator's console:
+// servers do. --subject-issuer and --subject-key (the path of a PEM public key, ES256) enable
+// RFC 8693 token exchange for the client "gateway" (secret "gateway-secret"): a subject token
+// that is a JWT of that issuer, for this AS (aud = its issuer), is exchanged for a JWT access
+// token of its subject whose audience is the requested resource; anything else is
+// invalid_grant. Two routes stand in for an operator's console:
 //   GET  /test/grants                      token requests so far: {"success": {grant_type: n},
 //                                          "error": {grant_type: n}}
 //   POST /test/clients/CLIENT_ID/delete    forget a registered client (204, 404 if unknown)
 import { generateKeyPairSync } from 'node:crypto';
-import Provider from 'oidc-provider';
+import { readFileSync } from 'node:fs';
+import { importSPKI, jwtVerify } from 'jose';
+import Provider, { errors } from 'oidc-provider';
 
 const port = Number(process.argv[2]);
 const resource = process.argv[3];
 const issuer = `http://127.0.0.1:${port}` + (process.argv.includes('--issuer-slash') ? '/' : '');
+const option = (name) => {
+  const at = process.argv.indexOf(name);
+  return at > 0 ? process.argv[at + 1] : undefined;
+};
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const JWT_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const subjectIssuer = option('--subject-issuer');
+const subjectKey = option('--subject-key');
 const key = (type, options, alg) => ({
   ...generateKeyPairSync(type, options).privateKey.export({ format: 'jwk' }), alg, use: 'sig',
   kid: alg,
@@ -27,7 +42,10 @@ const provider = new Provider(issuer, {
   jwks: { keys: [key('rsa', { modulusLength: 2048 }, 'RS256'),
                  key('ec', { namedCurve: 'P-256' }, 'ES256')] },
   clients: [{ client_id: 'robot', client_secret: 'robot-secret',
-              grant_types: ['client_credentials'], redirect_uris: [], response_types: [] }],
+              grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
+            { client_id: 'gateway', client_secret: 'gateway-secret',
+              grant_types: subjectIssuer ? [TOKEN_EXCHANGE] : ['client_credentials'],
+              redirect_uris: [], response_types: [] }],
   scopes: ['openid', 'offline_access', 'mcp'],
   // Refresh tokens for every client allowed the refresh grant, as many servers do: this one
   // would otherwise honour offline_access only with prompt=consent (an OpenID Connect rule).
@@ -57,6 +75,33 @@ const count = (outcome, ctx) => {
 };
 provider.on('grant.success', (ctx) => count('success', ctx));
 provider.on('grant.error', (ctx) => count('error', ctx));
+
+if (subjectIssuer) {
+  const trusted = await importSPKI(readFileSync(subjectKey, 'utf8'), 'ES256');
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const { params, client } = ctx.oidc;
+    if (params.subject_token_type !== JWT_TYPE) {
+      throw new errors.InvalidRequest('subject_token_type must be a JWT');
+    }
+    let claims;
+    try {
+      ({ payload: claims } = await jwtVerify(params.subject_token, trusted, {
+        issuer: subjectIssuer, audience: provider.issuer, algorithms: ['ES256'] }));
+    } catch (err) {
+      throw new errors.InvalidGrant(`subject_token: ${err.code || 'invalid'}`);
+    }
+    const resource = params.resource || params.audience;
+    if (!resource) throw new errors.InvalidTarget('a resource or an audience is required');
+    const at = new provider.AccessToken({ accountId: claims.sub, client, gty: 'token_exchange',
+                                          scope: 'mcp' });
+    at.resourceServer = new provider.ResourceServer(resource, {
+      scope: 'mcp', audience: resource, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } });
+    const value = await at.save();
+    ctx.body = { access_token: value, issued_token_type: ACCESS_TOKEN_TYPE,
+                 token_type: 'Bearer', expires_in: at.expiration, scope: 'mcp' };
+  }, ['subject_token', 'subject_token_type', 'audience', 'resource', 'requested_token_type',
+      'scope']);
+}
 
 provider.use(async (ctx, next) => {
   if (ctx.path === '/test/grants' && ctx.method === 'GET') {

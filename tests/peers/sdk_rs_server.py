@@ -10,6 +10,7 @@ without a trailing "/").
 import sys
 
 import jwt
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -44,6 +45,14 @@ def main() -> None:
     def whoami() -> str:
         """Say that the caller got through."""
         return "authorized"
+
+    @server.tool()
+    def caller() -> dict:
+        """The access token this request came with, and its subject and audience."""
+        token = get_access_token()
+        claims = jwt.decode(token.token, options={"verify_signature": False})
+        return {"token": token.token, "sub": claims.get("sub"), "aud": claims.get("aud"),
+                "client_id": claims.get("client_id")}
 
     server.run("streamable-http", host="127.0.0.1", port=port)
 
