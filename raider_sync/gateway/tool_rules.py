@@ -31,6 +31,7 @@ from typing import Any, Iterator, Optional
 from pydantic import BaseModel, ConfigDict
 
 from ..client.filters import ToolFilter
+from ..protocol.codes import INVALID_PARAMS, INVALID_REQUEST
 
 #: a blank line ends an SSE event; a lone CR is a line end, CR LF one line end, not two
 _EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
@@ -213,7 +214,8 @@ def screen(rule: Optional[ToolFilter], message: Any, http_method: str, modern: b
     # a batch cannot be half relayed: every request in it is answered, none goes upstream
     answers = [_not_found(one, modern) if one in denied else {
         "jsonrpc": "2.0", "id": one["id"], "error": {
-            "code": -32600, "message": "not relayed: the batch calls a tool that is not found"}}
+            "code": INVALID_REQUEST,
+            "message": "not relayed: the batch calls a tool that is not found"}}
         for one in batch if isinstance(one, dict) and "id" in one]
     return Screen(rule, ids, _dump(answers))
 
@@ -222,7 +224,7 @@ def _not_found(request: dict, modern: bool) -> dict:
     params = request.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     result: dict[str, Any] = {"content": [{"type": "text",
-                                           "text": f"MCP error -32602: Tool {name} not found"}],
+                                           "text": f"MCP error {INVALID_PARAMS}: Tool {name} not found"}],
                               "isError": True}
     if modern:
         result["resultType"] = "complete"
