@@ -143,9 +143,7 @@ class UnknownServer(RaiderError, LookupError):
 
 class ConnectionClosed(RaiderError):
     """The connection to the server ended; ``stderr_tail`` holds its last stderr lines.
-    ``sent`` is False when the request it fails was never written to the server."""
-
-    sent = True
+    The request it fails may have reached the server (a write can break half way)."""
 
     def __init__(self, message: str, stderr_tail: list[str] | None = None):
         super().__init__(message)

@@ -259,11 +259,8 @@ class Session:
             entry.future.cancel()  # and so the peer is told (notifications/cancelled)
             raise
         except BaseException as exc:  # noqa: BLE001 - the future carries it
-            failure = (exc if isinstance(exc, RaiderError)
-                       else ConnectionClosed(f"could not send to {self.name}: {exc}"))
-            if isinstance(failure, ConnectionClosed):
-                failure.sent = False  # the write failed: the server has none of it
-            self._requests.settle(request_id, error=failure)
+            self._requests.settle(request_id, error=exc if isinstance(exc, RaiderError)
+                                  else ConnectionClosed(f"could not send to {self.name}: {exc}"))
 
     def _send_renewing(self, request_id: int, message: dict, deadline: Deadline,
                        send: Callable[..., None]) -> None:

@@ -2,8 +2,9 @@
 
 A call can meet a broken connection in two ways:
 
-- **never sent**: the write failed, or nothing reached the server (an HTTP connection
-  refused). It goes out once the server is back, with any retry policy but ``"never"``.
+- **never sent**: no connection could be made (an HTTP connection refused, or connecting timed
+  out), so nothing reached the server. It goes out again, with any retry policy but
+  ``"never"``. (A stdio write that broke may have broken half way: that call counts as sent.)
 - **lost in flight**: the server took the request and then went away (a stdio server that
   crashed mid-call, an HTTP connection cut after the request was written). The tool may have
   acted, so the call is repeated only when it is safe: the tool says it only reads
@@ -40,16 +41,16 @@ def retry_choice(value: Any, where: str) -> str:
 
 
 def never_sent(error: BaseException) -> bool:
-    """Whether ``error`` says the request never reached the server: the write failed, or no
-    connection was made. (A call made while the server is already down fails at once with
-    NotConnected, which says when a restart is due: it met no broken connection.)"""
-    return isinstance(error, (ConnectionClosed, TransportError)) and error.sent is False
+    """Whether ``error`` says the request never reached the server: no connection was made.
+    (A call made while the server is already down fails at once with NotConnected, which
+    says when a restart is due: it met no broken connection.)"""
+    return isinstance(error, TransportError) and error.sent is False
 
 
 def lost_in_flight(error: BaseException) -> bool:
-    """Whether ``error`` says the connection broke after the request went out."""
-    return isinstance(error, LostInFlight) or (isinstance(error, ConnectionClosed)
-                                               and error.sent)
+    """Whether ``error`` says the connection broke once the request went out (or may have:
+    a stdio write can break half way)."""
+    return isinstance(error, (LostInFlight, ConnectionClosed))
 
 
 def safe_to_repeat(tool: Optional[dict]) -> bool:
