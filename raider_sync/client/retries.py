@@ -93,6 +93,13 @@ class Retrying:
         self._send(first=True)
         return self.outer
 
+    def after(self, error: BaseException) -> Future:
+        """The call's future when its first attempt, sent by the caller, failed with
+        ``error``: repeated when it may be, else failed with ``error``."""
+        self.attempts = 1
+        self._failed(error)
+        return self.outer
+
     def _send(self, first: bool) -> None:
         self.attempts += 1
         try:
@@ -116,6 +123,9 @@ class Retrying:
                 result.attempts = self.attempts
             settle(self.outer, result=result)
             return
+        self._failed(error)
+
+    def _failed(self, error: BaseException) -> None:
         wait = self._repeat_in(error)
         if wait is None:
             settle(self.outer, error=error)

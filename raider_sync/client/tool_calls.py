@@ -105,10 +105,16 @@ class ToolCalls:
                                           "call_tool")
         mode = self._task_choices(task_timeout, tasks, "call_tool")
         policy = self.owner.retry if retry is None else retry_choice(retry, "McpServer.call_tool")
-        value = self.owner._wait(self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                             inline=True, idle=idle, cap=cap, mode=mode,
-                                             retry=policy),
-                           bound if cap is None else bound + cap)  # a start, then the cap
+        request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
+                                    inline=True, idle=idle, cap=cap, mode=mode, retry=policy)
+        total = bound if cap is None else bound + cap  # a start, then the cap
+        try:
+            value = self.owner._wait(request, total)
+        except Exception as exc:  # noqa: BLE001 - repeated when the policy says so, else raised
+            retrying = getattr(request, "retrying", None)
+            if retrying is None:
+                raise
+            value = self.owner._wait(retrying().after(exc), total)
         if type(value) is not Created:
             return value
         future = TaskFuture()  # the call became a task: follow it here
@@ -241,9 +247,18 @@ class ToolCalls:
             if self.owner.telemetry is not None:
                 self.owner.telemetry.retried(self.owner, "tools/call", name)
 
-        return Retrying(attempt, whole, max_attempts=self.owner.max_attempts, may_repeat=may_repeat,
-                        back_in=back_in, on_retry=retried, name=self.owner.key,
-                        waiting=self.waiting).start()
+        def retrying() -> Retrying:
+            return Retrying(attempt, whole, max_attempts=self.owner.max_attempts,
+                            may_repeat=may_repeat, back_in=back_in, on_retry=retried,
+                            name=self.owner.key, waiting=self.waiting)
+        if inline:
+            # a blocking call waits on its first attempt alone, as a call without retries
+            # does (no second future settled on the caller's thread, where Ctrl-C lands); on
+            # a failure it asks ``first.retrying()`` for the repeats
+            first = attempt(whole, True)
+            first.retrying = retrying  # type: ignore[attr-defined]
+            return first
+        return retrying().start()
 
     def _task_wire(self, era: Era) -> Any:
         """The tasks wire of ``era``'s connection (None: its calls do not become tasks),
