@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 import time
 
 from raider_sync import McpServer
 
-from .common import BENCH, p50, ratio, rotated, rounds, table
+from .common import BENCH, p50, ratio, released_together, rotated, rounds, table
 from .stdio_peers import CONNECT_TIMEOUT, SdkPeer, raider_spec
 
 CALLERS = 64
@@ -31,23 +30,13 @@ class RaiderReads:
 
     def burst(self) -> tuple[float, float, float, float]:
         before = int(self.server.call_tool("mcp__bench__count", {}).text)
-        barrier = threading.Barrier(CALLERS + 1)
         latencies: list[float] = []
 
-        def caller() -> None:
-            barrier.wait()
+        def read() -> None:
             started = time.perf_counter()
             self.server.read_resource(URI)
             latencies.append(time.perf_counter() - started)
-
-        threads = [threading.Thread(target=caller) for _ in range(CALLERS)]
-        for thread in threads:
-            thread.start()
-        barrier.wait()
-        started = time.perf_counter()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - started
+        wall = released_together(CALLERS, read)
         reads = int(self.server.call_tool("mcp__bench__count", {}).text) - before
         return reads, p50(latencies), max(latencies), wall
 

@@ -259,3 +259,23 @@ class LoopThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(30)
         self.loop.close()
+
+
+def released_together(callers: int, work: Callable[[], Any], name: str = "bench-caller"
+                      ) -> float:
+    """Run ``work()`` on ``callers`` threads released at the same instant (a barrier);
+    the seconds from the release until the last one ended."""
+    barrier = threading.Barrier(callers + 1)
+
+    def caller() -> None:
+        barrier.wait()
+        work()
+
+    threads = [threading.Thread(target=caller, name=f"{name}-{i}") for i in range(callers)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started

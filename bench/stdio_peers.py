@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
 
 from raider_sync import McpConfig, McpServer
 
-from .common import LoopThread, timed
+from .common import LoopThread, released_together, timed
 from .floor import RawPipe
 
 CONNECT_TIMEOUT = 120.0
@@ -58,22 +57,11 @@ class RaiderPeer:
 
     def throughput(self, callers: int, per_caller: int, tool: str, args: dict) -> float:
         name = f"mcp__bench__{tool}"
-        barrier = threading.Barrier(callers + 1)
 
-        def caller():
-            barrier.wait()
+        def calls() -> None:
             for _ in range(per_caller):
                 self.server.call_tool(name, args)
-
-        threads = [threading.Thread(target=caller, name=f"bench-caller-{i}")
-                   for i in range(callers)]
-        for thread in threads:
-            thread.start()
-        barrier.wait()
-        started = time.perf_counter()
-        for thread in threads:
-            thread.join()
-        return callers * per_caller / (time.perf_counter() - started)
+        return callers * per_caller / released_together(callers, calls)
 
     def close(self) -> None:
         self.server.stop()

@@ -77,11 +77,9 @@ class ToolCalls:
                     tasks: Any = None, retry: str | None = None) -> TaskFuture:
         """See :meth:`McpServer.call_tool_f`."""
         try:
-            bound = self.owner._bound(timeout, "call_tool_f")
-            idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
-                                              "call_tool_f")
-            mode = self._task_choices(task_timeout, tasks, "call_tool_f")
-            policy = self.owner.retry if retry is None else retry_choice(retry, "McpServer.call_tool_f")
+            bound, idle, cap, mode, policy = self._choices(
+                timeout, on_progress, reset_on_progress, max_total, task_timeout, tasks, retry,
+                "call_tool_f")
         except RaiderError as exc:
             future = TaskFuture()
             future.set_exception(exc)
@@ -100,11 +98,9 @@ class ToolCalls:
                   on_status: Callable[[TaskStatus], None] | None = None,
                   tasks: Any = None, retry: str | None = None) -> dict:
         """See :meth:`McpServer.call_tool`."""
-        bound = self.owner._bound(timeout, "call_tool")
-        idle, cap = self._progress_bounds(bound, on_progress, reset_on_progress, max_total,
-                                          "call_tool")
-        mode = self._task_choices(task_timeout, tasks, "call_tool")
-        policy = self.owner.retry if retry is None else retry_choice(retry, "McpServer.call_tool")
+        bound, idle, cap, mode, policy = self._choices(
+            timeout, on_progress, reset_on_progress, max_total, task_timeout, tasks, retry,
+            "call_tool")
         request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
                                     inline=True, idle=idle, cap=cap, mode=mode, retry=policy)
         total = bound if cap is None else bound + cap  # a start, then the cap
@@ -126,6 +122,17 @@ class ToolCalls:
             if not future.done():
                 future.cancel()  # tasks/cancel
             raise
+
+    def _choices(self, timeout: Any, on_progress: ProgressCallback | None, reset: Any,
+                 max_total: Any, task_timeout: Any, tasks: Any, retry: Any, method: str
+                 ) -> tuple[float, float | None, float | None, Any, str]:
+        """A call's options checked once, by the face's rules: ``(bound, idle, cap, tasks
+        mode, retry policy)``. Raises InvalidArgument naming ``McpServer.<method>``."""
+        bound = self.owner._bound(timeout, method)
+        idle, cap = self._progress_bounds(bound, on_progress, reset, max_total, method)
+        mode = self._task_choices(task_timeout, tasks, method)
+        policy = self.owner.retry if retry is None else retry_choice(retry, f"McpServer.{method}")
+        return bound, idle, cap, mode, policy
 
     def _task_choices(self, task_timeout: Any, tasks: Any, method: str) -> Any:
         """The call's ``tasks`` choice (the server's when None); raises InvalidArgument for
