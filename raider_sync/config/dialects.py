@@ -58,11 +58,7 @@ def parse(text: str, format: str, source: str = "config") -> dict:
     that does not parse, with where."""
     _check_format(format)
     if format == "codex":
-        toml = _toml_reader()
-        try:
-            return toml.loads(text)
-        except toml.TOMLDecodeError as exc:
-            raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+        return parse_toml(text, source)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -366,6 +362,17 @@ def _check_format(format: str) -> None:
     if format not in FORMATS:
         raise ConfigError(f"unknown configuration format {format!r} (use one of "
                           f"{', '.join(FORMATS)})")
+
+
+def parse_toml(text: str, source: str = "config") -> dict:
+    """The TOML document in ``text``, with ``tomllib`` (Python 3.11+) or ``tomli`` (the
+    ``toml`` extra, for 3.10). Raises ConfigError for text that does not parse, with where, or
+    when neither reader is installed."""
+    toml = _toml_reader()
+    try:
+        return toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
 
 
 def _toml_reader() -> Any:

@@ -28,11 +28,11 @@ import hashlib
 import json
 import os
 import re
-import sys
 from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from ..config.dialects import parse_toml
 from ..errors import AuthError, ConfigError
 from . import protocol
 from .audit import AuditSettings
@@ -161,8 +161,9 @@ class GatewayConfig(_Settings):
     @classmethod
     def load(cls, path: str | os.PathLike, *, env: Mapping[str, str] | None = None
              ) -> "GatewayConfig":
-        """Read a JSON (or, on Python 3.11+, a ``.toml``) config file. Raises ConfigError for an
-        unreadable file, bad syntax (with line and column) or any bad entry."""
+        """Read a JSON or a ``.toml`` config file (TOML on Python 3.10 needs the ``toml``
+        extra). Raises ConfigError for an unreadable file, bad syntax (with where) or any bad
+        entry."""
         path = os.fspath(path)
         try:
             with open(path, "rb") as fh:
@@ -170,14 +171,11 @@ class GatewayConfig(_Settings):
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
         if path.endswith(".toml"):
-            if sys.version_info < (3, 11):  # tomllib came with Python 3.11
-                raise ConfigError(f"{path}: TOML configs need Python 3.11; use JSON")
-            else:
-                import tomllib
-                try:
-                    data = tomllib.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                    raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"{path}: not UTF-8 text") from exc
+            data = parse_toml(text, path)
         else:
             try:
                 data = json.loads(raw)

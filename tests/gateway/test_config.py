@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 
 import pytest
 
@@ -61,14 +60,20 @@ def test_load_reads_json_and_reports_syntax_with_line_and_column(tmp_path):
         GatewayConfig.load(tmp_path / "missing.json", env=ENV)
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is Python 3.11+")
 def test_load_reads_toml(tmp_path):
+    """tomllib from Python 3.11, tomli (the toml extra, installed for the tests) on 3.10."""
     path = tmp_path / "gateway.toml"
     path.write_text('public_url = "https://gw.example"\n'
                     '[[servers]]\nname = "a"\nurl = "http://127.0.0.1:1/mcp"\n'
                     '[[keys]]\nid = "k"\nenv = "K"\nservers = ["a"]\n')
     config = GatewayConfig.load(path, env={"K": "v"})
     assert config.server("a").url == "http://127.0.0.1:1/mcp"
+    path.write_text('[[servers]\nname = "a"\n')
+    with pytest.raises(ConfigError, match="gateway.toml: not valid TOML"):
+        GatewayConfig.load(path, env={"K": "v"})
+    path.write_bytes(b'public_url = "\xff"\n')
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        GatewayConfig.load(path, env={"K": "v"})
 
 
 def test_a_bad_config_lists_every_problem_naming_server_and_field():
