@@ -5,7 +5,8 @@ operator's token, never a customer key) with ``prometheus-client`` installed (th
 extra). :class:`Metrics` subscribes to the relay's usage events, so every request is counted
 once, when its answer is finished:
 
-- ``raider_gateway_requests_total{key, server, method, code}``
+- ``raider_gateway_requests_total{key, server, method, code}``: ``method`` is ``DELETE``,
+  ``GET``, ``POST`` or ``(other)``
 - ``raider_gateway_tool_calls_total{key, server, tool}``
 - ``raider_gateway_errors_total{key, server, tool, type}``: the relay's own error type
   (``upstream_timeout``, ``session_not_found``, ...), ``http_<code>`` for an upstream's answer of
@@ -44,6 +45,10 @@ log = logging.getLogger("raider_sync.gateway")
 PATH = "/metrics"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 UNLISTED = "(unlisted)"
+#: the HTTP methods the relay serves; any other (a client may send any token) is counted as
+#: OTHER_METHOD, so a client cannot make up labels
+METHODS = frozenset(("DELETE", "GET", "POST"))
+OTHER_METHOD = "(other)"
 TOOL_NAME_LIMIT = 128          # MCP's longest tool name
 _LIST_LIMIT = 1024 * 1024      # bytes of a tools/list answer read for its names
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
@@ -127,6 +132,17 @@ class Metrics:
                                    buckets=DURATION_BUCKETS, registry=registry)
         self._streams = Gauge("raider_gateway_open_streams", "SSE answers being relayed.",
                               ["key", "server"], multiprocess_mode="livesum", registry=registry)
+        # a labelled child per label values, kept: prometheus-client's labels() checks and
+        # locks at each call, a sixth of what counting a request cost; its children live as
+        # long as the metric, so one kept here is the one it would return
+        self._children: dict[tuple, Any] = {}
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, from :attr:`_children` after the first time."""
+        found = self._children.get((metric, values))
+        if found is None:
+            found = self._children[(metric, values)] = metric.labels(*values)
+        return found
 
     # -- the endpoint ------------------------------------------------------------------------
 
@@ -159,25 +175,27 @@ class Metrics:
         """Count one finished request from its usage event (a :class:`Usage` subscriber)."""
         key, server = event.get("key") or "", event.get("server") or ""
         status = event.get("status") or 0
-        self._requests.labels(key, server, event.get("method") or "", str(status)).inc()
+        method = event.get("method") or ""
+        method = method if method in METHODS else OTHER_METHOD
+        self._child(self._requests, key, server, method, str(status)).inc()
         tool = self.tool_label(server, event.get("tool")) \
             if event.get("rpc") == "tools/call" else ""
         if tool:
-            self._tool_calls.labels(key, server, tool).inc()
+            self._child(self._tool_calls, key, server, tool).inc()
         error = event.get("error") or (f"http_{status}" if status >= 400 else None) \
             or ("upstream_broken" if event.get("ended") == "upstream" else None)
         if error:
-            self._errors.labels(key, server, tool, error).inc()
+            self._child(self._errors, key, server, tool, error).inc()
         if status == 429 and event.get("error"):
-            self._refusals.labels(key, server, event["error"]).inc()
+            self._child(self._refusals, key, server, event["error"]).inc()
         if server and event.get("method") != "GET" and "duration_ms" in event:
-            self._duration.labels(key, server, tool).observe(event["duration_ms"] / 1000)
+            self._child(self._duration, key, server, tool).observe(event["duration_ms"] / 1000)
 
     def streaming(self, event: dict, emit: Callable[[dict, float], None]
                   ) -> Callable[[dict, float], None]:
         """Count an SSE answer open from now until the returned ``emit`` is called (once, by
         the stream's close); that calls ``emit``."""
-        gauge = self._streams.labels(event.get("key") or "", event.get("server") or "")
+        gauge = self._child(self._streams, event.get("key") or "", event.get("server") or "")
         gauge.inc()
 
         def closed(finished: dict, started: float) -> None:

@@ -121,6 +121,18 @@ def test_a_customer_key_cannot_read_the_metrics(make_gateway, upstream):
                  method="GET", code="401") == 5
 
 
+def test_made_up_http_methods_share_one_label(make_gateway, upstream):
+    gw = make_gateway([{"name": "fake", "url": f"{upstream.url}/base"}], env=METRICS_ENV,
+                      metrics={"env": "METRICS"})
+    for method in ("FOO1", "FOO2", "PATCH"):
+        assert requests.request(method, f"{gw.url}/mcp/fake", headers=AUTH,
+                                timeout=10).status_code == 405
+    samples = scrape(gw.url)
+    assert value(samples, "raider_gateway_requests_total", key="alice", server="",
+                 method="(other)", code="405") == 3
+    assert not any("FOO" in str(labels) for _, labels in samples), samples
+
+
 def test_without_a_metrics_token_there_is_no_metrics_route(make_gateway, upstream):
     gw = make_gateway([{"name": "fake", "url": f"{upstream.url}/base"}])
     assert requests.get(f"{gw.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"},
