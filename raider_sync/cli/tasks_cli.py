@@ -15,17 +15,9 @@ from ..client.notebook import ProgressBar
 from ..client.server import McpServer
 from ..client.tasks import TaskFuture, TaskHandle, TaskStatus
 from ..errors import ConfigError, McpError, NotConnected, ToolTimeout
-from .client_cli import (
-    CANCEL_DRAIN_S,
-    EXIT_FAILED,
-    EXIT_OK,
-    _guard,
-    _interactive,
-    _positive_seconds,
-    _print_json,
-    _Servers,
-    print_result,
-)
+from .common import EXIT_FAILED, EXIT_OK, guard, positive_seconds, print_json
+from .started import CANCEL_DRAIN_S, StartedServers, interactive
+from .tool_results import print_result
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         parser.add_argument("--json", action="store_true", help="print JSON for scripts")
         parser.set_defaults(run=run)
         if name == "resume":
-            parser.add_argument("--timeout", type=_positive_seconds, metavar="S",
+            parser.add_argument("--timeout", type=positive_seconds, metavar="S",
                                 help="seconds the task may still run (then it is cancelled)")
 
 
@@ -65,11 +57,11 @@ def read_handle(path: str) -> TaskHandle:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-@_guard
+@guard
 def run_resume(args) -> int:
     handle = read_handle(args.file)
-    with _Servers(args, handle.server) as (server,):
-        bar = ProgressBar(handle.tool or handle.task_id) if _interactive(args) else None
+    with StartedServers(args, handle.server) as (server,):
+        bar = ProgressBar(handle.tool or handle.task_id) if interactive(args) else None
         try:
             result = server.resume_task(handle, task_timeout=args.timeout,
                                         on_status=bar.on_status if bar is not None else None)
@@ -82,14 +74,14 @@ def run_resume(args) -> int:
     return print_result(args, result)
 
 
-@_guard
+@guard
 def run_status(args) -> int:
     handle = read_handle(args.file)
-    with _Servers(args, handle.server) as (server,):
+    with StartedServers(args, handle.server) as (server,):
         future, status = _look(server, handle)
         future.detach()
     if args.json:
-        _print_json(_record(status))
+        print_json(_record(status))
     else:
         message = f" ({status.status_message})" if status.status_message else ""
         print(f"task {status.task_id} of {handle.tool or handle.server}: {status.status}"
@@ -97,10 +89,10 @@ def run_status(args) -> int:
     return EXIT_OK
 
 
-@_guard
+@guard
 def run_cancel(args) -> int:
     handle = read_handle(args.file)
-    with _Servers(args, handle.server) as (server,):
+    with StartedServers(args, handle.server) as (server,):
         future, status = _look(server, handle)
         if status.terminal or not future.cancel():  # cancel(): tasks/cancel
             future.detach()
@@ -109,7 +101,7 @@ def run_cancel(args) -> int:
             return EXIT_FAILED
         server.stop(drain=server.call_timeout)  # its answer comes before the process ends
     if args.json:
-        _print_json({"task_id": status.task_id, "cancelled": True})
+        print_json({"task_id": status.task_id, "cancelled": True})
     else:
         print(f"task {status.task_id}: cancel sent")
     return EXIT_OK

@@ -19,8 +19,8 @@ from pydantic import BaseModel, create_model
 
 from ..config import normalize_name
 from ..errors import McpError
-from ..protocol.codes import INVALID_PARAMS
-from .completions import Completer
+from ..protocol.codes import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from .completions import Completer, complete, reference_key
 from .context import CONTEXT_PARAM, Context, takes_context
 from .skills_served import ServedSkills
 from .templates import LocalTemplate, content_item
@@ -184,6 +184,51 @@ class Registry:
             if variables is not None:
                 return template, variables
         return None
+
+    def resource_list(self) -> list[dict]:
+        """The resources' definitions, then those of the skills' files."""
+        return [r.definition() for r in list(self.resources.values())] + self.skills.resources()
+
+    def read_resource(self, uri: str) -> list[dict]:
+        """The contents of the resource offered by that URI, else of a skill's file, else of
+        the first template it matches (reading may block, or raise what ``read()`` raises).
+        Raises McpError -32002 with ``data.uri`` for an unknown uri."""
+        resource = self.resources.get(uri)
+        if resource is not None:
+            return resource.contents()
+        skill_file = self.skills.contents(uri)
+        if skill_file is not None:
+            return skill_file
+        found = self.find_template(uri)
+        if found is None:
+            raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        template, variables = found
+        return template.contents(uri, variables)
+
+    def get_prompt(self, name: str, arguments: dict | None, context: Context | None) -> dict:
+        """The prompt ``name`` rendered (:meth:`LocalPrompt.get`). Raises McpError -32602 for
+        an unknown prompt."""
+        prompt = self.prompts.get(name)
+        if prompt is None:
+            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        return prompt.get(arguments, context)
+
+    def complete(self, ref: dict, argument: dict, context: dict | None) -> dict:
+        """The answer to ``completion/complete`` (see :func:`.completions.complete`). Raises
+        McpError -32602 for a malformed ``ref``."""
+        name = argument.get("name") if isinstance(argument, dict) else None
+        return complete(self.completers.get((reference_key(ref), str(name))), argument, context)
+
+    def takes_context(self, method: str, name: Any) -> bool:
+        """Whether the handler a ``tools/call`` or ``prompts/get`` of ``name`` reaches takes
+        a ``ctx``."""
+        if method == "tools/call":
+            tool = self.tools.get(name) if isinstance(name, str) else None
+            return tool is not None and tool.wants_context
+        if method == "prompts/get":
+            prompt = self.prompts.get(name) if isinstance(name, str) else None
+            return prompt is not None and prompt.wants_context
+        return False
 
 
 def local_tool(name: str, handler: Callable, *, description: str | None = None,

@@ -59,61 +59,43 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 from typing import Any, Callable, Iterable
 
 from ..client.eras.modern import META_LOG_LEVEL, MODERN_VERSIONS
-from ..errors import McpError
-from ..jsonrpc import MethodNotFound
 from ..protocol import events as events_wire
-from ..protocol.codes import (
-    HEADER_MISMATCH,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_CAPABILITY,
-    PARSE_ERROR,
-    UNSUPPORTED_VERSION,
-)
-from ..protocol.http_headers import (
-    InvalidAnnotation,
-    header_params,
-    headers_problem,
-    param_headers_problem,
-)
+from ..protocol.codes import INVALID_REQUEST, PARSE_ERROR
 from ..protocol.messages import is_response, request_problem, valid_id
 from ..protocol.sse_events import KEEP_ALIVE
 from ..threads.futures import run_in_thread
 from .context import Context
 from .events.feeds import sse_body
+from .header_checks import check_headers
+from .http_replies import (  # noqa: F401 - RETRY_AFTER importable from here as before
+    RETRY_AFTER,
+    SSE_HEADERS,
+    StartResponse,
+    accepts_streams,
+    busy,
+    error_object,
+    error_reply,
+    failure,
+    reply,
+)
 from .http_sessions import HttpSession, Sessions
 from .questions import Questions
 from .rebinding import ANY, HostCheck, is_loopback
 from .resumable import parse_event_id
-from .served import check_envelope, has_envelope, listen_ack, meta_version
+from .served import check_envelope, has_envelope, listen_ack
 from .server_card import SUFFIX as CARD_SUFFIX
 from .server_card import answer_card
 from .serving import ToolServerAnswers, progress_params
 from .serving_streams import KEEPALIVE, MAX_STREAMS, StreamHub, sse_message
 
-log = logging.getLogger("raider_sync.serving_http")
-
 MAX_BODY = 4 * 1024 * 1024
 #: where the app answers unless told otherwise (the path MCP clients are usually given)
 DEFAULT_PATH = "/mcp"
-#: seconds a client refused for too many open streams is asked to wait
-RETRY_AFTER = 5
 #: seconds serve_http waits, on the way out, for the open streams to end
 CLOSE_GRACE = 2.0
-_STATUS = {HEADER_MISMATCH: "400 Bad Request", MISSING_CAPABILITY: "400 Bad Request",
-           UNSUPPORTED_VERSION: "400 Bad Request", INVALID_PARAMS: "400 Bad Request",
-           INVALID_REQUEST: "400 Bad Request", PARSE_ERROR: "400 Bad Request",
-           METHOD_NOT_FOUND: "404 Not Found"}
-_SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                ("X-Accel-Buffering", "no")]  # a fronting nginx must not buffer a stream
-
-StartResponse = Callable[[str, list], Any]
 
 
 def wsgi_app(tool_server, *, path: str | None = DEFAULT_PATH, page_size: int = 100,
@@ -194,23 +176,23 @@ class ToolServerApp:
         assert self.sessions is not None
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
-            return None, _error(start_response, request_id, INVALID_REQUEST,
-                                "Bad Request: Mcp-Session-Id header is required",
-                                status="400 Bad Request")
+            return None, error_reply(start_response, request_id, INVALID_REQUEST,
+                                     "Bad Request: Mcp-Session-Id header is required",
+                                     status="400 Bad Request")
         session = self.sessions.get(session_id)
         if session is None:
-            return None, _error(start_response, request_id, INVALID_REQUEST,
-                                "Session not found", status="404 Not Found")
+            return None, error_reply(start_response, request_id, INVALID_REQUEST,
+                                     "Session not found", status="404 Not Found")
         return session, None
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         where = environ.get("PATH_INFO") or "/"
         card = self.card is not None and where == (self.path or "").rstrip("/") + CARD_SUFFIX
         if not card and self.path is not None and where != self.path:
-            return _reply(start_response, "404 Not Found", None)
+            return reply(start_response, "404 Not Found", None)
         refused = self.hosts.problem(environ)
         if refused is not None:
-            return _error(start_response, None, INVALID_REQUEST, refused, status="403 Forbidden")
+            return error_reply(start_response, None, INVALID_REQUEST, refused, status="403 Forbidden")
         if card:
             return answer_card(self.tool_server, environ, start_response, self.path or "",
                                self.card)
@@ -219,38 +201,38 @@ class ToolServerApp:
             return self._get(environ, start_response)
         if verb == "DELETE" and self.sessions is not None:
             if not self.sessions.end(environ.get("HTTP_MCP_SESSION_ID")):
-                return _error(start_response, None, INVALID_REQUEST, "Session not found",
-                              status="404 Not Found")
-            return _reply(start_response, "204 No Content", None)
+                return error_reply(start_response, None, INVALID_REQUEST, "Session not found",
+                                   status="404 Not Found")
+            return reply(start_response, "204 No Content", None)
         if verb != "POST":
             allowed = "GET, POST, DELETE" if self.sessions is not None else "GET, POST"
-            return _reply(start_response, "405 Method Not Allowed", None, [("Allow", allowed)])
+            return reply(start_response, "405 Method Not Allowed", None, [("Allow", allowed)])
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
         if length > MAX_BODY:
-            return _reply(start_response, "413 Payload Too Large", None)
+            return reply(start_response, "413 Payload Too Large", None)
         kind = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
         if kind != "application/json":
-            return _error(start_response, None, INVALID_REQUEST,
-                          f"Content-Type must be application/json, not {kind or 'missing'}",
-                          status="415 Unsupported Media Type")
+            return error_reply(start_response, None, INVALID_REQUEST,
+                               f"Content-Type must be application/json, not {kind or 'missing'}",
+                               status="415 Unsupported Media Type")
         try:
             message = json.loads(environ["wsgi.input"].read(length) or b"null")
         except ValueError:
-            return _error(start_response, None, PARSE_ERROR, "the body is not JSON")
+            return error_reply(start_response, None, PARSE_ERROR, "the body is not JSON")
         if not isinstance(message, dict):
-            return _error(start_response, None, INVALID_REQUEST,
-                          "Invalid Request: the body must be one JSON-RPC message object")
+            return error_reply(start_response, None, INVALID_REQUEST,
+                               "Invalid Request: the body must be one JSON-RPC message object")
         if is_response(message):  # a client's answer to a handler's question, or stray
             self.questions.answered(message)
-            return _reply(start_response, "202 Accepted", None)
+            return reply(start_response, "202 Accepted", None)
         problem = request_problem(message)
         if problem is not None:
             request_id = message.get("id") if valid_id(message.get("id")) else None
-            return _error(start_response, request_id, INVALID_REQUEST,
-                          f"Invalid Request: {problem}")
+            return error_reply(start_response, request_id, INVALID_REQUEST,
+                               f"Invalid Request: {problem}")
         method = message["method"]
         params = message.get("params", {})
         modern = (environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS
@@ -272,11 +254,11 @@ class ToolServerApp:
             if method == "notifications/cancelled" and isinstance(params, dict):
                 session.cancelled(params.get("requestId"))
         if "id" not in message:
-            return _reply(start_response, "202 Accepted", None)
-        streams = _accepts_streams(environ)
+            return reply(start_response, "202 Accepted", None)
+        streams = accepts_streams(environ)
         try:
             if modern:
-                _check_headers(environ, method, params, self._tool_schema)
+                check_headers(environ, method, params, self._tool_schema)
                 if method == "subscriptions/listen":
                     return self._listen(environ, start_response, message["id"], params,
                                         streams)
@@ -296,9 +278,9 @@ class ToolServerApp:
             result = (answers._answer_modern(method, params) if modern else
                       answers._answer(method, params, request_id=message["id"]))
         except Exception as exc:  # noqa: BLE001 - mapped to the client's answer
-            return _failure(start_response, message["id"], method, exc, modern)
-        return _reply(start_response, "200 OK",
-                      {"jsonrpc": "2.0", "id": message["id"], "result": result}, opened)
+            return failure(start_response, message["id"], method, exc, modern)
+        return reply(start_response, "200 OK",
+                     {"jsonrpc": "2.0", "id": message["id"], "result": result}, opened)
 
     def _tool_schema(self, name: Any) -> Any:
         """The input schema of the tool ``name`` (None: no such tool)."""
@@ -314,16 +296,16 @@ class ToolServerApp:
         updates of the session's subscribed resources, and ``Last-Event-ID`` resumes a
         stream); 405 in the stateless era, 406 without ``Accept: text/event-stream``."""
         if environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS:
-            return _reply(start_response, "405 Method Not Allowed", None, [("Allow", "POST")])
-        if not _accepts_streams(environ):
-            return _error(start_response, None, INVALID_REQUEST, "GET opens an event stream: "
-                          "Accept must list text/event-stream", status="406 Not Acceptable")
+            return reply(start_response, "405 Method Not Allowed", None, [("Allow", "POST")])
+        if not accepts_streams(environ):
+            return error_reply(start_response, None, INVALID_REQUEST, "GET opens an event stream: "
+                               "Accept must list text/event-stream", status="406 Not Acceptable")
         if self.sessions is not None:
             return self._session_get(environ, start_response)
         stream = self.streams.open()
         if stream is None:
-            return _busy(start_response, None)
-        start_response("200 OK", list(_SSE_HEADERS))
+            return busy(start_response, None)
+        start_response("200 OK", list(SSE_HEADERS))
         return stream.body(disconnected=environ.get("waitress.client_disconnected"),
                            opening=KEEP_ALIVE)
 
@@ -339,32 +321,32 @@ class ToolServerApp:
         if last is not None:
             resumed = session.stream(last[0])
             if resumed is None:
-                return _error(start_response, None, INVALID_REQUEST,
-                              "no stream to resume by that Last-Event-ID",
-                              status="404 Not Found")
+                return error_reply(start_response, None, INVALID_REQUEST,
+                                   "no stream to resume by that Last-Event-ID",
+                                   status="404 Not Found")
             body = self.streams.hold(lambda: resumed.body(after=last[1], priming=False,
                                                           disconnected=gone))
         else:
             body = self.streams.hold(lambda: session.new_stream("g").body(disconnected=gone))
         if body is None:  # a session's streams count against max_streams too
-            return _busy(start_response, None)
-        start_response("200 OK", list(_SSE_HEADERS))
+            return busy(start_response, None)
+        start_response("200 OK", list(SSE_HEADERS))
         return body
 
     def _listen(self, environ: dict, start_response: StartResponse, request_id: Any,
                 params: dict, streams: bool) -> Iterable[bytes]:
         check_envelope(params)
         if not streams:
-            return _error(start_response, request_id, INVALID_REQUEST, "subscriptions/listen is "
-                          "answered with an event stream: Accept must list text/event-stream",
-                          status="406 Not Acceptable")
+            return error_reply(start_response, request_id, INVALID_REQUEST, "subscriptions/listen is "
+                               "answered with an event stream: Accept must list text/event-stream",
+                               status="406 Not Acceptable")
         ack = listen_ack(params, request_id, {
             "toolsListChanged": True, "resourceSubscriptions": self.tool_server.has_resources,
             "taskIds": self.tool_server.offers_tasks})
         stream = self.streams.open(request_id, ack["notifications"])
         if stream is None:
-            return _busy(start_response, request_id)
-        start_response("200 OK", list(_SSE_HEADERS))
+            return busy(start_response, request_id)
+        start_response("200 OK", list(SSE_HEADERS))
         first = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                  "params": ack}
         return stream.body([first], disconnected=environ.get("waitress.client_disconnected"))
@@ -376,16 +358,16 @@ class ToolServerApp:
         subscription's notifications, until the client goes or the app closes."""
         check_envelope(params)
         if not streams:
-            return _error(start_response, request_id, INVALID_REQUEST, "events/stream is "
-                          "answered with an event stream: Accept must list text/event-stream",
-                          status="406 Not Acceptable")
+            return error_reply(start_response, request_id, INVALID_REQUEST, "events/stream is "
+                               "answered with an event stream: Accept must list text/event-stream",
+                               status="406 Not Acceptable")
         feed = self.tool_server.served_events.feed(params, request_id)
         body = self.streams.hold(lambda: sse_body(
             feed, sse_message, disconnected=environ.get("waitress.client_disconnected"),
             closed=lambda: self.streams.closed))
         if body is None:
-            return _busy(start_response, request_id)
-        start_response("200 OK", list(_SSE_HEADERS))
+            return busy(start_response, request_id)
+        start_response("200 OK", list(SSE_HEADERS))
         return body
 
     def _may_talk(self, method: str, params: dict, modern: bool) -> bool:
@@ -439,9 +421,9 @@ class ToolServerApp:
                 stream.end({"jsonrpc": "2.0", "id": request_id, "result": settled.result()})
             else:
                 stream.end({"jsonrpc": "2.0", "id": request_id,
-                            "error": _error_object(method, error)})
+                            "error": error_object(method, error)})
         future.add_done_callback(done)
-        start_response("200 OK", list(_SSE_HEADERS))
+        start_response("200 OK", list(SSE_HEADERS))
         return body
 
 
@@ -449,93 +431,6 @@ def _cancel_all(contexts: list[Context]) -> None:
     for context in contexts:
         context.cancel()
 
-
-def _accepts_streams(environ: dict) -> bool:
-    return "text/event-stream" in environ.get("HTTP_ACCEPT", "").lower()
-
-
-def _error_object(method: str, exc: BaseException) -> dict:
-    """The JSON-RPC error object of a failed answer."""
-    if isinstance(exc, MethodNotFound):
-        return {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
-    if isinstance(exc, McpError):
-        error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-        if exc.data is not None:
-            error["data"] = exc.data
-        return error
-    log.error("answering %s failed", method, exc_info=exc)
-    return {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
-
-
-def _failure(start_response: StartResponse, request_id: Any, method: str, exc: BaseException,
-             modern: bool) -> Iterable[bytes]:
-    error = _error_object(method, exc)
-    return _error(start_response, request_id, error["code"], error["message"],
-                  error.get("data"), modern=modern)
-
-
-def _busy(start_response: StartResponse, request_id: Any) -> Iterable[bytes]:
-    return _error(start_response, request_id, INTERNAL_ERROR,
-                  "too many event streams are open; try again later",
-                  status="503 Service Unavailable",
-                  headers=[("Retry-After", str(RETRY_AFTER))])
-
-
-def _header(environ: dict, key: str) -> str | None:
-    """A request header by its WSGI key, without the whitespace around it (RFC 9110 5.5)."""
-    value = environ.get(key)
-    return value.strip(" \t") if isinstance(value, str) else None
-
-
-def _check_headers(environ: dict, method: str, params: dict,
-                   tool_schema: Callable[[Any], Any]) -> None:
-    """The headers of a stateless request must say what its body says: MCP-Protocol-Version
-    the revision its ``_meta`` names (when both are there), Mcp-Method and Mcp-Name its
-    method and name, and a tools/call's Mcp-Param-* its arguments, by the tool's
-    ``x-mcp-header`` annotations (``tool_schema(name)``: its input schema). McpError -32020
-    HeaderMismatch otherwise."""
-    said, meant = _header(environ, "HTTP_MCP_PROTOCOL_VERSION"), meta_version(params)
-    if said is not None and meant is not None and said != meant:
-        raise McpError(HEADER_MISMATCH, f"MCP-Protocol-Version {said!r} does not match the "
-                                        f"revision {meant!r} the request's _meta names")
-    problem = headers_problem(_header(environ, "HTTP_MCP_METHOD"),
-                              _header(environ, "HTTP_MCP_NAME"), method, params)
-    if problem is None and method == "tools/call":
-        try:
-            annotated = header_params(tool_schema(params.get("name")))
-        except InvalidAnnotation:  # the tool's own fault: it is not held against the call
-            annotated = {}
-        if annotated:
-            problem = param_headers_problem(annotated, params.get("arguments"), lambda name:
-                                            _header(environ, _param_key(name)))
-    if problem is not None:
-        raise McpError(HEADER_MISMATCH, problem)
-
-
-def _param_key(name: str) -> str:
-    """The WSGI key of the Mcp-Param-``name`` header."""
-    return "HTTP_MCP_PARAM_" + name.upper().replace("-", "_")
-
-
-def _error(start_response: StartResponse, request_id: Any, code: int, message: str,
-           data: Any = None, *, modern: bool = True, status: str | None = None,
-           headers: list | None = None) -> Iterable[bytes]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    if status is None:
-        status = (_STATUS.get(code, "200 OK") if modern or code in (PARSE_ERROR, INVALID_REQUEST)
-                  else "200 OK")
-    return _reply(start_response, status, {"jsonrpc": "2.0", "id": request_id, "error": error},
-                  headers)
-
-
-def _reply(start_response: StartResponse, status: str, body: Any,
-           headers: list | None = None) -> Iterable[bytes]:
-    data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
-    start_response(status, [("Content-Type", "application/json"),
-                            ("Content-Length", str(len(data))), *(headers or [])])
-    return [data]
 
 
 def serve_http(tool_server, host: str = "127.0.0.1", port: int = 8080, *,

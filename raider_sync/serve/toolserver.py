@@ -16,9 +16,11 @@ plain names given here (an application's own tools, as Claude Code's Bash or Rea
 are not prefixed). Arguments are validated before a handler runs; invalid arguments and a
 handler's exception are error results, never exceptions in the caller.
 
-The ToolServer is a face over two parts: a :class:`~.registry.Registry` of what it offers
-(tools, resources, prompts: :mod:`.registry`) and :class:`~.tool_calls.ToolCalls`, which
-validates a call, runs its handler and shapes the result (:mod:`.tool_calls`). Serving it
+The ToolServer is a face over its parts: a :class:`~.registry.Registry` of what it offers
+(tools, resources, prompts, and how a resource is read, a prompt rendered: :mod:`.registry`),
+:class:`~.tool_calls.ToolCalls`, which validates a call, runs its handler and shapes the
+result (:mod:`.tool_calls`), the tasks (:mod:`.tasks`) and events (:mod:`.events`) it serves,
+and the :class:`~.listeners.Listeners` told when its tools or a resource change. Serving it
 is :mod:`.serving` (stdio), :mod:`.serving_http` and :mod:`.inprocess`'s.
 """
 from __future__ import annotations
@@ -34,13 +36,13 @@ from pydantic import BaseModel
 from ..client.launch import DEFAULT_CALL_TIMEOUT_S
 from ..client.results import ToolResult, text_result  # noqa: F401 - text_result importable from here as before
 from ..config import normalize_name
-from ..errors import InvalidArgument, McpError, RaiderError
-from ..protocol.codes import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from ..errors import InvalidArgument, RaiderError
 from ..threads.futures import failed, resolved, then, wait_bounded
 from ..threads.timeouts import seconds
-from .completions import Completer, complete, reference_key
+from .completions import Completer
 from .context import Context
 from .events import ServedEvents
+from .listeners import Listeners
 from .registry import (  # noqa: F401 - importable from here as before
     PROGRESS_PARAM,
     LocalPrompt,
@@ -104,8 +106,8 @@ class ToolServer:
         self.on_tools_changed: Callable[["ToolServer"], None] | None = None
         #: called once when the tool server is closed (BashTools closes its shells then)
         self.on_close: Callable[[], None] | None = None
-        self._listeners: list[Callable[["ToolServer"], None]] = []
-        self._resource_listeners: list[Callable[[str], None]] = []
+        self._tool_listeners = Listeners("a tools-changed callback", log)
+        self._resource_listeners = Listeners("a resource-updated callback", log)
         self._registry = Registry(self._tools_changed)
         self._calls = ToolCalls(name, self.key, max_workers)
         #: the tasks of the stateless era's clients (:mod:`.tasks`)
@@ -258,9 +260,7 @@ class ToolServer:
         """The answer to ``completion/complete``: ``{"completion": {"values": [...]}}``
         (empty for an argument nobody completes). Raises McpError -32602 for a malformed
         ``ref`` or ``argument``; what a completer raises, it raises."""
-        key = reference_key(ref)
-        name = argument.get("name") if isinstance(argument, dict) else None
-        return complete(self._registry.completers.get((key, str(name))), argument, context)
+        return self._registry.complete(ref, argument, context)
 
     def resource(self, uri: str, **kw) -> Callable:
         def register(fn: Callable) -> Callable:
@@ -333,13 +333,7 @@ class ToolServer:
     def takes_context(self, method: str, name: Any) -> bool:
         """Whether the handler a ``tools/call`` or ``prompts/get`` of ``name`` reaches takes
         a ``ctx`` (so that it may log or ask the client while it runs)."""
-        if method == "tools/call":
-            tool = self._registry.tools.get(name) if isinstance(name, str) else None
-            return tool is not None and tool.wants_context
-        if method == "prompts/get":
-            prompt = self._registry.prompts.get(name) if isinstance(name, str) else None
-            return prompt is not None and prompt.wants_context
-        return False
+        return self._registry.takes_context(method, name)
 
     # -- resources and prompts -----------------------------------------------------------
 
@@ -368,8 +362,7 @@ class ToolServer:
 
     def list_resources(self, timeout: float | None = None) -> list[dict]:
         seconds(timeout, self.call_timeout, method="ToolServer.list_resources")
-        return ([r.definition() for r in list(self._registry.resources.values())]
-                + self._registry.skills.resources())
+        return self._registry.resource_list()
 
     def list_resources_f(self) -> Future:
         return resolved(self.list_resources())
@@ -380,17 +373,7 @@ class ToolServer:
         Raises McpError -32002 with ``data.uri`` for an unknown uri (served to a client of
         the stateless revision as -32602, which that revision uses)."""
         seconds(timeout, self.call_timeout, method="ToolServer.read_resource")
-        resource = self._registry.resources.get(uri)
-        if resource is not None:
-            return resource.contents()
-        skill_file = self._registry.skills.contents(uri)
-        if skill_file is not None:
-            return skill_file
-        found = self._registry.find_template(uri)
-        if found is None:
-            raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-        template, variables = found
-        return template.contents(uri, variables)
+        return self._registry.read_resource(uri)
 
     def list_resource_templates(self, timeout: float | None = None) -> list[dict]:
         """The resource templates: ``[{uriTemplate, name, mimeType, description}]``."""
@@ -417,10 +400,7 @@ class ToolServer:
         unknown prompt or arguments it does not take; a render function with a ``ctx``
         parameter gets ``context``."""
         seconds(timeout, self.call_timeout, method="ToolServer.get_prompt")
-        prompt = self._registry.prompts.get(name)
-        if prompt is None:
-            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
-        return prompt.get(arguments, context)
+        return self._registry.get_prompt(name, arguments, context)
 
     def get_prompt_f(self, name: str, arguments: dict | None = None, **kw) -> Future:
         try:
@@ -462,29 +442,23 @@ class ToolServer:
 
     def add_listener(self, callback: Callable[["ToolServer"], None]) -> None:
         """Also tell ``callback(server)`` when tools change (used when serving)."""
-        self._listeners.append(callback)
+        self._tool_listeners.add(callback)
 
     def remove_listener(self, callback: Callable[["ToolServer"], None]) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._tool_listeners.remove(callback)
 
     def resource_updated(self, uri: str) -> None:
         """Announce that the resource ``uri`` changed: served clients listening to it (a
         ``subscriptions/listen`` of the stateless era, over stdio or HTTP) get
         ``notifications/resources/updated``. Does not block."""
-        for callback in list(self._resource_listeners):
-            try:
-                callback(uri)
-            except Exception:  # noqa: BLE001
-                log.exception("a resource-updated callback failed")
+        self._resource_listeners.tell(uri)
 
     def add_resource_listener(self, callback: Callable[[str], None]) -> None:
         """Also tell ``callback(uri)`` when :meth:`resource_updated` is called (serving)."""
-        self._resource_listeners.append(callback)
+        self._resource_listeners.add(callback)
 
     def remove_resource_listener(self, callback: Callable[[str], None]) -> None:
-        if callback in self._resource_listeners:
-            self._resource_listeners.remove(callback)
+        self._resource_listeners.remove(callback)
 
     # -- events (the events extension, a draft: docs/events.md) ----------------------------
 
@@ -521,10 +495,4 @@ class ToolServer:
         return self._registry.offers_tasks
 
     def _tools_changed(self) -> None:
-        for callback in [self.on_tools_changed, *self._listeners]:
-            if callback is None:
-                continue
-            try:
-                callback(self)
-            except Exception:  # noqa: BLE001
-                log.exception("a tools-changed callback failed")
+        self._tool_listeners.tell(self, first=self.on_tools_changed)

@@ -35,7 +35,7 @@ def test_call_saves_image_and_resource_blocks(everything_dir, tmp_path):
 
 
 def test_save_names_stay_inside_the_folder(tmp_path):
-    from raider_sync.cli.client_cli import save_blocks
+    from raider_sync.cli.tool_results import save_blocks
     blob = base64.b64encode(b"secret").decode()
     saved = save_blocks({"content": [
         {"type": "text", "text": "x"},
@@ -50,7 +50,7 @@ def test_save_names_stay_inside_the_folder(tmp_path):
 
 def test_a_bad_base64_block_is_a_clear_error(tmp_path):
     from raider_sync import ConfigError
-    from raider_sync.cli.client_cli import save_blocks
+    from raider_sync.cli.tool_results import save_blocks
     with pytest.raises(ConfigError, match="--save: a block's base64 data is invalid"):
         save_blocks({"content": [{"type": "image", "data": "%%%", "mimeType": "image/png"}]},
                     str(tmp_path))

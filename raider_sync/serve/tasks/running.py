@@ -42,6 +42,7 @@ from ...threads.futures import settle
 from ...threads.timeouts import seconds
 from ..client_links import RoundsLink, stateless_context
 from ..context import Context, InputRequired
+from ..listeners import Listeners
 from ..registry import LocalTool
 from ..tool_calls import InvalidArguments, as_result, error_result, handler_failure
 from .link import TaskLink, ask_timeout
@@ -117,7 +118,7 @@ class ServedTasks:
         #: where the tasks are kept, every change of a status told to the listeners
         self.store = WatchedStore(store if store is not None else MemoryTaskStore(),
                                   self._changed)
-        self._listeners: list[Callable[[dict], None]] = []
+        self._listeners = Listeners("a task listener", log)
         self.ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
         self.poll_interval_ms = max(1, round(poll_interval * 1000))
         self.max_running = max_running
@@ -280,18 +281,13 @@ class ServedTasks:
     def add_listener(self, callback: Callable[[dict], None]) -> None:
         """Also tell ``callback(task)`` (the DetailedTask) when a task's status or status
         message changes (serving sends it as ``notifications/tasks``). Must not block."""
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_listener(self, callback: Callable[[dict], None]) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def _changed(self, task: dict) -> None:
-        for callback in list(self._listeners):
-            try:
-                callback(task)
-            except Exception:  # noqa: BLE001 - one listener's failure spares the others
-                log.exception("a task listener failed")
+        self._listeners.tell(task)
 
     # -- tasks/get, tasks/update, tasks/cancel -------------------------------------------
 
