@@ -134,7 +134,7 @@ class McpConfig:
             try:
                 spec = ServerSpec(name=name, **expanded)
             except ValidationError as exc:
-                problems.extend(_describe(where, exc))
+                problems.extend(validation_problems(where, exc))
                 continue
             except TypeError as exc:  # a field given twice, e.g. "name"
                 problems.append(f"{where}: {exc}")
@@ -182,12 +182,15 @@ def _entries(data: Any, source: str) -> tuple[list[tuple[str, str, Any]], list[s
     return entries, warnings
 
 
-def _describe(where: str, exc: ValidationError) -> list[str]:
+def validation_problems(where: str, exc: ValidationError) -> list[str]:
+    """One line per problem pydantic found in the entry at ``where`` (a dotted path, or ""),
+    each naming its field: ``where.field: message``; the gateway's config says them the same
+    way."""
     problems = []
     for error in exc.errors():
         loc = ".".join(str(part) for part in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field"
-        problems.append(f"{where}{'.' + loc if loc else ''}: {message}")
+        problems.append(f"{where}{'.' if where and loc else ''}{loc}: {message}")
     return problems

@@ -33,6 +33,7 @@ from typing import Any, Mapping, Optional
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ..config.dialects import parse_toml
+from ..config.loading import validation_problems
 from ..errors import AuthError, ConfigError
 from . import protocol
 from .audit import AuditSettings
@@ -284,21 +285,12 @@ class GatewayConfig(_Settings):
         return server.timeouts or self.timeouts
 
 
-def _describe(where: str, exc: ValidationError) -> list[str]:
-    problems = []
-    for error in exc.errors():
-        loc = ".".join(str(part) for part in error["loc"])
-        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-        problems.append(f"{where}{'.' if where and loc else ''}{loc}: {message}")
-    return problems
-
-
 def _settings(data: dict, problems: list[str]) -> _Settings:
     fields = {k: v for k, v in data.items() if k not in ("servers", "keys")}
     try:
         settings = _Settings(**fields)
     except ValidationError as exc:
-        problems.extend(_describe("", exc))
+        problems.extend(validation_problems("", exc))
         settings = None
     public_url = fields.get("public_url")
     if isinstance(public_url, str):
@@ -338,7 +330,7 @@ def _entries(raw: Any, kind: str, label: str, model: type, problems: list[str],
         try:
             yield where, model(**entry)
         except ValidationError as exc:
-            problems.extend(_describe(where, exc))
+            problems.extend(validation_problems(where, exc))
         except TypeError as exc:
             problems.append(f"{where}: {exc}")
 
