@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import ConfigError
+from .variables import env_name
 
 CARD_TYPE = "application/mcp-server-card+json"
 CATALOG_TYPE = "application/ai-catalog+json"
@@ -214,7 +215,7 @@ def _key(name: str) -> str:
 
 
 def _env_name(text: str) -> str:
-    return re.sub(r"[^A-Z0-9_]", "_", text.upper()).strip("_") or "VALUE"
+    return env_name(text).strip("_") or "VALUE"
 
 
 def _remote_entry(card: dict, variables: Mapping[str, str], source: str) -> Found | None:

@@ -17,9 +17,15 @@ _VAR = re.compile(r"\$\{(?:(env|input|value):([^}]*)|([A-Za-z_][A-Za-z0-9_]*)(?:
 INPUT_PREFIX = "RAIDER_SYNC_INPUT_"
 
 
+def env_name(text: str) -> str:
+    """``text`` as an environment variable's name: upper-cased, each character outside
+    [A-Z0-9_] replaced with ``_``."""
+    return re.sub(r"[^A-Z0-9_]", "_", text.upper())
+
+
 def input_variable(input_id: str) -> str:
     """The environment variable that answers ``${input:ID}``: ``RAIDER_SYNC_INPUT_<ID>``."""
-    return INPUT_PREFIX + re.sub(r"[^A-Z0-9_]", "_", input_id.upper())
+    return INPUT_PREFIX + env_name(input_id)
 
 
 def expand_vars(text: str, env: Mapping[str, str], missing: set[str],
