@@ -24,7 +24,7 @@ Where granian differs from waitress (docs/gateway.md "Deploying" has the table):
 - a chunked request body is not read: hyper ends a malformed or cut-short chunked body as if
   it were complete, so the relay could not tell a truncated body from a whole one. Under
   granian every request with ``Transfer-Encoding`` gets a body that raises
-  :class:`~raider_sync.gateway.serving.BodyCut` (:class:`ContentLengthOnly`): the relay answers
+  :class:`~raider_sync.gateway.serving.BodyCut` (:class:`GranianApp`): the relay answers
   400 in its own shape, the key checked first, and nothing reaches the upstream. MCP clients
   send their JSON with ``Content-Length``. ``Content-Length`` with ``Transfer-Encoding`` is
   refused the same way, and hyper closes the connection after the answer;
@@ -44,6 +44,8 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
+import weakref
 from typing import Any, Callable, Optional
 
 from .config import GatewayConfig
@@ -72,18 +74,51 @@ class _Refused:
         raise BodyCut(_REFUSED)
 
 
-class ContentLengthOnly:
-    """A WSGI app in front of ``app`` that gives a request with ``Transfer-Encoding`` a body
-    that raises :class:`~raider_sync.gateway.serving.BodyCut` when read (see the module's
-    docstring); everything else, ``close()`` and ``reload_keys()`` included, is ``app``'s."""
+def _write(data: bytes) -> None:
+    """The ``write()`` granian's ``start_response`` does not return (PEP 3333 wants one): an
+    empty write, which the relay makes to send a stream's head at once, is nothing to do, as
+    granian sends the head of an iterated answer without waiting for its first piece."""
+    if data:
+        raise NotImplementedError("under granian an answer's body comes from its iterable")
+
+
+class GranianApp:
+    """A WSGI app in front of ``app`` (the relay) for granian: a request with
+    ``Transfer-Encoding`` gets a body that raises
+    :class:`~raider_sync.gateway.serving.BodyCut` when read (see the module's docstring), and
+    ``start_response`` returns a ``write()`` (:func:`_write`). :meth:`close` closes ``app``
+    and ends the streams it is relaying, which granian cannot tell have lost their client.
+    Everything else, ``reload_keys()`` included, is ``app``'s."""
 
     def __init__(self, app: Callable):
         self.app = app
+        self._lock = threading.Lock()
+        self._streams: weakref.WeakSet = weakref.WeakSet()  # a stream leaves once granian drops it
 
     def __call__(self, environ: dict, start_response) -> Any:
         if environ.get("HTTP_TRANSFER_ENCODING"):
             environ["wsgi.input"] = _Refused()
-        return self.app(environ, start_response)
+
+        def started(status: str, headers: list, exc_info: Any = None) -> Callable:
+            start_response(status, headers, exc_info)
+            return _write
+
+        answer = self.app(environ, started)
+        if callable(getattr(answer, "abort", None)):  # a relayed stream (streaming.Stream)
+            with self._lock:
+                self._streams.add(answer)
+        return answer
+
+    def close(self) -> None:
+        """Close the app, then abort every stream it still relays (a blocked read of its
+        upstream returns, and the stream ends). May be called twice."""
+        close = getattr(self.app, "close", None)
+        if callable(close):
+            close()
+        with self._lock:
+            streams = list(self._streams)
+        for stream in streams:
+            stream.abort()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)
@@ -111,11 +146,38 @@ def granian_settings(threads: int, header_timeout: float = HEADER_TIMEOUT,
 
 def granian_app(config_path: str, threads: int, usage_log: Optional[str] = None) -> Callable:
     """The app of one granian worker, built in it after the fork: the relay for the config at
-    ``config_path`` behind :class:`ContentLengthOnly`, its keys reloaded on SIGHUP (the
+    ``config_path`` behind :class:`GranianApp`, its keys reloaded on SIGHUP (the
     worker's main thread loads it). Raises ConfigError for a bad config."""
     relay = Relay(GatewayConfig.load(config_path), usage_log=usage_log, threads=threads)
     reload_keys_on_sighup(relay)
-    return ContentLengthOnly(relay)
+    app = GranianApp(relay)
+    _close_on_stop(app)
+    return app
+
+
+def _close_on_stop(app: GranianApp) -> None:
+    """Make the worker's SIGTERM and SIGINT close ``app`` (its streams end) before granian's
+    own handler stops the worker. granian waits for every answer in progress before a worker
+    exits, and a relayed stream has no end of its own: without this its worker would be killed
+    after ``GRACEFUL_TIMEOUT`` seconds. granian sets its handlers after the app is loaded, with
+    ``granian._signals.set_sync_signals`` (granian 2.8), so that is where ours are chained."""
+    from granian import _signals
+
+    installed = _signals.set_sync_signals
+
+    def set_sync_signals():
+        event = installed()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            stop = signal.getsignal(sig)
+            if callable(stop):
+                def close_first(signum, frame, stop=stop):
+                    app.close()  # quick: shuts the upstreams, joins the watcher (bounded)
+                    stop(signum, frame)
+
+                signal.signal(sig, close_first)
+        return event
+
+    _signals.set_sync_signals = set_sync_signals
 
 
 def check_address(host: str, port: int) -> int:
@@ -171,5 +233,5 @@ def serve_granian(config_path: str, host: str, port: int, threads: int, workers:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["ENGINES", "ContentLengthOnly", "check_address", "granian_app", "granian_settings",
+__all__ = ["ENGINES", "GranianApp", "check_address", "granian_app", "granian_settings",
            "serve_granian"]
