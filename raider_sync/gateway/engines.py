@@ -43,6 +43,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import weakref
@@ -75,20 +76,71 @@ class _Refused:
 
 
 def _write(data: bytes) -> None:
-    """The ``write()`` granian's ``start_response`` does not return (PEP 3333 wants one): an
-    empty write, which the relay makes to send a stream's head at once, is nothing to do, as
-    granian sends the head of an iterated answer without waiting for its first piece."""
+    """The ``write()`` that ``start_response`` returns (PEP 3333 wants one; granian's own
+    returns nothing): an empty write, which the relay makes to send a stream's head at once, is
+    nothing to do, as granian sends the head of an iterated answer without waiting for its
+    first piece."""
     if data:
         raise NotImplementedError("under granian an answer's body comes from its iterable")
+
+
+class _Started:
+    """``start_response`` for one request: keeps the status and headers for granian."""
+
+    __slots__ = ("status", "headers")
+
+    def __init__(self) -> None:
+        self.status: int = 200
+        self.headers: list[tuple[str, str]] = []
+
+    def __call__(self, status: str, headers: list, exc_info: Any = None) -> Callable:
+        self.status, self.headers = int(status.split(" ", 1)[0]), headers
+        return _write
+
+
+class _Iterated:
+    """An answer's iterable as granian's Rust side reads it: ``__next__`` and ``close``."""
+
+    __slots__ = ("inner", "__next__")
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.__next__ = iter(inner).__next__
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+
+def _callback(app: Callable, scope_opts: Any = None, access_log_fmt: Any = None) -> Callable:
+    """What granian calls for each request (in place of ``granian.wsgi._callback_wrapper``,
+    whose environ starts from a copy of ``os.environ``: a variable of the gateway's process
+    named like a header, ``HTTP_X_API_KEY`` or ``HTTP_AUTHORIZATION``, would then be every
+    request's header when the client sent none). The environ here is the request's alone."""
+    base = {"GATEWAY_INTERFACE": "CGI/1.1", "SCRIPT_NAME": "", "SERVER_SOFTWARE": "granian",
+            "wsgi.errors": sys.stderr, "wsgi.input_terminated": True,
+            "wsgi.multiprocess": False, "wsgi.multithread": True, "wsgi.run_once": False,
+            "wsgi.version": (1, 0)}
+
+    def run(proto, scope: dict) -> int:
+        started = _Started()
+        body = app(base | scope, started)
+        if isinstance(body, list):
+            proto.response_bytes(started.status, started.headers, b"".join(body))
+        else:
+            proto.response_iter(started.status, started.headers, _Iterated(body))
+        return started.status
+
+    return run
 
 
 class GranianApp:
     """A WSGI app in front of ``app`` (the relay) for granian: a request with
     ``Transfer-Encoding`` gets a body that raises
-    :class:`~raider_sync.gateway.serving.BodyCut` when read (see the module's docstring), and
-    ``start_response`` returns a ``write()`` (:func:`_write`). :meth:`close` closes ``app``
-    and ends the streams it is relaying, which granian cannot tell have lost their client.
-    Everything else, ``reload_keys()`` included, is ``app``'s."""
+    :class:`~raider_sync.gateway.serving.BodyCut` when read (see the module's docstring).
+    :meth:`close` closes ``app`` and ends the streams it is relaying, which granian cannot tell
+    have lost their client. Everything else, ``reload_keys()`` included, is ``app``'s."""
 
     def __init__(self, app: Callable):
         self.app = app
@@ -98,12 +150,7 @@ class GranianApp:
     def __call__(self, environ: dict, start_response) -> Any:
         if environ.get("HTTP_TRANSFER_ENCODING"):
             environ["wsgi.input"] = _Refused()
-
-        def started(status: str, headers: list, exc_info: Any = None) -> Callable:
-            start_response(status, headers, exc_info)
-            return _write
-
-        answer = self.app(environ, started)
+        answer = self.app(environ, start_response)
         if callable(getattr(answer, "abort", None)):  # a relayed stream (streaming.Stream)
             with self._lock:
                 self._streams.add(answer)
@@ -151,17 +198,21 @@ def granian_app(config_path: str, threads: int, usage_log: Optional[str] = None)
     relay = Relay(GatewayConfig.load(config_path), usage_log=usage_log, threads=threads)
     reload_keys_on_sighup(relay)
     app = GranianApp(relay)
-    _close_on_stop(app)
+    _hook_worker(app)
     return app
 
 
-def _close_on_stop(app: GranianApp) -> None:
-    """Make the worker's SIGTERM and SIGINT close ``app`` (its streams end) before granian's
+def _hook_worker(app: GranianApp) -> None:
+    """Two changes to the granian worker this runs in (granian 2.8, pinned; both made where
+    its worker looks them up after loading the app): requests are called through
+    :func:`_callback`, and SIGTERM and SIGINT close ``app`` (its streams end) before granian's
     own handler stops the worker. granian waits for every answer in progress before a worker
     exits, and a relayed stream has no end of its own: without this its worker would be killed
-    after ``GRACEFUL_TIMEOUT`` seconds. granian sets its handlers after the app is loaded, with
-    ``granian._signals.set_sync_signals`` (granian 2.8), so that is where ours are chained."""
+    after ``GRACEFUL_TIMEOUT`` seconds."""
     from granian import _signals
+    from granian.server import mp
+
+    mp._wsgi_call_wrap = _callback  # type: ignore[assignment]
 
     installed = _signals.set_sync_signals
 

@@ -9,6 +9,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -232,3 +234,68 @@ def test_sigterm_ends_the_open_streams_and_every_process(tmp_path, upstream, eng
         assert upstream.closed.wait(5)  # ... and so does the upstream's
     finally:
         stop_group(proc)
+
+
+# -- granian's own ---------------------------------------------------------------------------
+
+def test_granian_refuses_an_address_in_use(tmp_path, upstream):
+    # its workers listen with SO_REUSEPORT, which alone would share the port with another
+    # granian; the gateway checks the address first
+    pytest.importorskip("granian")
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"servers": [{"name": "fake", "url": f"{upstream.url}/base"}],
+                                "keys": [{"id": "alice", "env": "ALICE", "servers": ["fake"]}]}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "raider_sync", "gateway", "--server", "granian", "--config",
+             str(path), "--listen", f"127.0.0.1:{port}"], env={**os.environ, "ALICE": ALICE},
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_granian_workers_each_reload_their_keys_on_sighup(tmp_path, upstream):
+    pytest.importorskip("granian")
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "alice.json").write_text(json.dumps({"id": "alice", "key": ALICE, "servers": ["fake"]}))
+    proc, url = start(tmp_path, upstream, ["--server", "granian"], "--workers", "2",
+                      "--threads", "2", keys_dir=str(keys))
+    bob = {"X-Api-Key": BOB, "Connection": "close"}  # a new connection, to either worker, each time
+    try:
+        workers = {p.pid for p in psutil.Process(proc.pid).children()}
+        assert len(workers) == 2
+        (keys / "bob.json").write_text(json.dumps({"id": "bob", "key": BOB, "servers": ["fake"]}))
+        os.kill(proc.pid, signal.SIGHUP)
+        # SO_REUSEPORT spreads new connections over both workers: 16 in a row are all served
+        # only once both have the key (a worker without it answers 401)
+        assert wait_until(lambda: all(
+            requests.get(f"{url}/v1/mcp/servers", headers=bob, timeout=10).status_code == 200
+            for _ in range(16)), timeout=20)
+        after = {p.pid for p in psutil.Process(proc.pid).children()}
+        assert after == workers, (workers, after)  # none respawned, as granian's SIGHUP would
+    finally:
+        stop_group(proc)
+
+
+def test_no_variable_of_the_relays_environment_reaches_a_request(tmp_path, upstream, engine):
+    # granian's own WSGI callback starts each environ from os.environ: a variable named like a
+    # header would be every request's header
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"servers": [{"name": "fake", "url": f"{upstream.url}/base"}],
+                                "keys": [{"id": "alice", "env": "ALICE", "servers": ["fake"]}]}))
+    proc, url = relay_process(str(path), {"ALICE": ALICE, "HTTP_X_API_KEY": ALICE,
+                                          "HTTP_AUTHORIZATION": f"Bearer {ALICE}",
+                                          "HTTP_MCP_SESSION_ID": "from-the-environment"},
+                              *engine, "--threads", "2")
+    try:
+        assert requests.get(f"{url}/v1/mcp/servers", timeout=10).status_code == 401
+        answer = requests.post(f"{url}/mcp/fake", headers=AUTH, json={}, timeout=10)
+        assert answer.status_code == 200
+    finally:
+        stop_group(proc)
+    [seen] = upstream.requests
+    assert not any(value == "from-the-environment" for _, value in seen["headers"])
