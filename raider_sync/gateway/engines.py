@@ -4,10 +4,10 @@ engine beside waitress (the default, :mod:`.serving`) and waitress under gunicor
 
 granian (the ``gateway-granian`` extra, imported only here) parses HTTP/1.1 in Rust (hyper) on
 one I/O thread per process and calls the relay in a pool of ``--threads`` Python threads; a
-slow client costs a socket, not a thread, as under waitress. Its master process binds nothing
-itself: each of its ``--workers`` processes (at least one) listens with ``SO_REUSEPORT`` and
-serves its own :class:`~raider_sync.gateway.relay.Relay`, built after the fork. What
-:func:`granian_settings` sets for the relay:
+slow client costs a socket, not a thread, as under waitress. Its master process supervises
+``--workers`` worker processes (at least one); each listens on the address with
+``SO_REUSEPORT`` and serves its own :class:`~raider_sync.gateway.relay.Relay`, built after the
+fork (:func:`granian_app`). What :func:`granian_settings` sets for the relay:
 
 - ``blocking_threads``: ``--threads``, the requests served at once per process, SSE streams
   included (a relayed stream holds its thread, as under waitress);
@@ -34,7 +34,10 @@ Where granian differs from waitress (docs/gateway.md "Deploying" has the table):
   freed at the stream's next event, or when the upstream ends it;
 - SIGHUP to the master is passed on to every worker, which re-reads its keys
   (:meth:`~raider_sync.gateway.relay.Relay.reload_keys`) without dropping a connection,
-  instead of granian's own respawn of every worker.
+  instead of granian's own respawn of every worker;
+- SIGTERM ends the relayed streams before granian waits for the answers in progress, and a
+  request's environ holds the request alone, not a copy of the process environment as
+  granian's own WSGI callback makes it (:func:`_hook_worker`).
 """
 from __future__ import annotations
 
