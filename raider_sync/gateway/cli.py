@@ -47,7 +47,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "with --server granian, N granian worker processes (default 1)")
     parser.add_argument("--connection-limit", type=int, metavar="N",
                         help="connections held at once, slow ones included (default: from the "
-                             "open-file limit, at most 10000)")
+                             "open-file limit, at most 10000); with --server granian, the "
+                             "requests taken at once by each worker")
     parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
                         help="close a connection that has not sent its request headers within "
                              f"this many seconds (default {HEADER_TIMEOUT:g})")
