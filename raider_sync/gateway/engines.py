@@ -120,7 +120,9 @@ def _callback(app: Callable, scope_opts: Any = None, access_log_fmt: Any = None)
     """What granian calls for each request (in place of ``granian.wsgi._callback_wrapper``,
     whose environ starts from a copy of ``os.environ``: a variable of the gateway's process
     named like a header, ``HTTP_X_API_KEY`` or ``HTTP_AUTHORIZATION``, would then be every
-    request's header when the client sent none). The environ here is the request's alone."""
+    request's header when the client sent none). The environ here is the request's alone.
+    ``scope_opts`` and ``access_log_fmt`` (granian's URL prefix and access log) are not used:
+    the gateway sets neither."""
     base = {"GATEWAY_INTERFACE": "CGI/1.1", "SCRIPT_NAME": "", "SERVER_SOFTWARE": "granian",
             "wsgi.errors": sys.stderr, "wsgi.input_terminated": True,
             "wsgi.multiprocess": False, "wsgi.multithread": True, "wsgi.run_once": False,

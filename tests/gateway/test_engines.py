@@ -5,6 +5,7 @@ streams, per-key limits, keys reloaded on SIGHUP while streams stay open, SIGTER
 open. Request bodies over both (and gunicorn): test_bodies.py. Counts and waits are bounded."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -299,3 +300,105 @@ def test_no_variable_of_the_relays_environment_reaches_a_request(tmp_path, upstr
         stop_group(proc)
     [seen] = upstream.requests
     assert not any(value == "from-the-environment" for _, value in seen["headers"])
+
+
+# -- the granian seams, in this process ----------------------------------------------------------
+
+def test_granian_settings_follow_the_gateways_options():
+    pytest.importorskip("granian")
+    from raider_sync.gateway.engines import HEADER_BYTES, granian_settings
+    from raider_sync.gateway.serving import connection_limit
+
+    settings = granian_settings(16, header_timeout=2.5, connections=500, workers=3)
+    assert (settings["blocking_threads"], settings["backpressure"], settings["workers"]) == (
+        16, 500, 3)
+    assert settings["http1_settings"].header_read_timeout == 2500  # milliseconds
+    assert settings["http1_settings"].max_buffer_size == HEADER_BYTES
+    assert settings["http"] == "1" and settings["websockets"] is False
+    assert granian_settings(16)["backpressure"] == connection_limit(16)
+    assert granian_settings(0, workers=0)["blocking_threads"] == 1
+    assert granian_settings(0, workers=0)["workers"] == 1
+
+
+class _Proto:
+    """What granian's Rust side gives the callback: it records the answer."""
+
+    def __init__(self):
+        self.answers = []
+
+    def response_bytes(self, status, headers, body):
+        self.answers.append((status, headers, body))
+
+    def response_iter(self, status, headers, body):
+        pieces = []
+        while True:  # as granian reads it: __next__ until StopIteration, then close()
+            try:
+                pieces.append(body.__next__())
+            except StopIteration:
+                break
+        body.close()
+        self.answers.append((status, headers, b"".join(pieces)))
+
+
+def test_the_granian_callback_gives_the_app_the_request_alone_and_a_write(monkeypatch):
+    from raider_sync.gateway.engines import _callback
+
+    monkeypatch.setenv("HTTP_X_API_KEY", "from-the-environment")
+    seen = {}
+
+    def app(environ, start_response):
+        seen.update(environ)
+        write = start_response("201 Created", [("Content-Type", "text/plain")])
+        write(b"")  # the relay's way of sending a stream's head at once
+        with pytest.raises(NotImplementedError):
+            write(b"body")
+        return iter([b"a", b"b"]) if environ["PATH_INFO"] == "/iter" else [b"ab"]
+
+    proto = _Proto()
+    run = _callback(app)
+    scope = {"REQUEST_METHOD": "GET", "PATH_INFO": "/list", "HTTP_HOST": "gw"}
+    assert run(proto, scope) == 201
+    assert run(proto, {**scope, "PATH_INFO": "/iter"}) == 201
+    assert proto.answers == [(201, [("Content-Type", "text/plain")], b"ab")] * 2
+    assert "HTTP_X_API_KEY" not in seen and "PATH" not in seen
+    assert seen["HTTP_HOST"] == "gw" and seen["wsgi.version"] == (1, 0)
+
+
+def test_granian_app_reads_no_chunked_body_and_ends_its_streams_on_close():
+    from raider_sync.gateway.engines import GranianApp
+    from raider_sync.gateway.serving import BodyCut
+
+    class Stream:
+        aborted = False
+
+        def __iter__(self):
+            return iter([b"data: one\n\n"])
+
+        def abort(self):
+            self.aborted = True
+
+    class App:
+        closed = False
+
+        def __call__(self, environ, start_response):
+            if environ.get("HTTP_TRANSFER_ENCODING"):
+                with pytest.raises(BodyCut, match="send Content-Length"):
+                    environ["wsgi.input"].read(10)
+                return [b"refused"]
+            assert environ["wsgi.input"].read() == b"{}"
+            return Stream()
+
+        def close(self):
+            self.closed = True
+
+    inner = App()
+    app = GranianApp(inner)
+    assert app(_environ(b"{}", {"HTTP_TRANSFER_ENCODING": "chunked"}), None) == [b"refused"]
+    stream = app(_environ(b"{}"), None)
+    app.close()
+    assert inner.closed and stream.aborted
+    app.close()  # may be called twice
+
+
+def _environ(body: bytes, extra: dict | None = None) -> dict:
+    return {"REQUEST_METHOD": "POST", "wsgi.input": io.BytesIO(body), **(extra or {})}
