@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PEERS  := tests/peers
-EXTRAS := test,bench,gateway,gateway-redis,oauth,otel,lint,docs,toml
+EXTRAS := test,bench,gateway,gateway-granian,gateway-redis,oauth,otel,lint,docs,toml
 
 .PHONY: install peers test demo bench lint docs clean
 

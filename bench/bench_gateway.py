@@ -1,27 +1,29 @@
 """The gateway leg: what the relay costs in front of a real MCP server, and what it holds at
 once, in one run.
 
-The official SDK's server (Streamable HTTP, JSON answers) is called directly, through
-``raider-sync gateway`` (waitress, its own process, 16 threads) and through
-``raider-sync gateway --workers 2`` (2 waitress processes of 16 threads under gunicorn's master),
-in rounds that rotate the order of the targets (the best round of each kept). Per round and
-target: the p50 of a tool call from one plain ``requests.Session`` client, calls per second with
-16 such clients (threads, one session and connection each) with the CPU the relay and the
-server processes spent per call, and the p50 of a tool call from FastMCP's client (one session).
-Two more targets give the policy's cost on each call: the waitress relay whose key has
-TOOL_RULES tool rules on the server (globs to allow, names to deny; the call's tool allowed),
-and the same with its Prometheus metrics on (the config's ``metrics`` entry);
-``RAIDER_BENCH_TOOL_RULES=0`` leaves the rules out (then only the metrics), another number sets
-how many. Targets: the relay adds at most 0.5 ms p50 on loopback and keeps at least 0.8x the
-direct throughput; the policy stays within 10% of the plain relay.
+The official SDK's server (FastMCP under uvicorn, Streamable HTTP, JSON answers: the light
+upstream) is called directly, through ``raider-sync gateway`` (waitress, its own process, 16
+threads), through ``raider-sync gateway --workers 2`` (2 waitress processes of 16 threads under
+gunicorn's master) and through ``raider-sync gateway --server granian`` (one granian worker
+process of 16 threads; left out when granian is not installed), in rounds that rotate the order of
+the targets (the best round of each kept). Per round and target: the p50 of a tool call from one
+plain ``requests.Session`` client, calls per second with 16 such clients (threads, one session and
+connection each) with the CPU the relay and the server processes spent per call, and the p50 of a
+tool call from FastMCP's client (one session). Two more targets give the policy's cost on each
+call: the waitress relay whose key has TOOL_RULES tool rules on the server (globs to allow, names
+to deny; the call's tool allowed), and the same with its Prometheus metrics on (the config's
+``metrics`` entry); ``RAIDER_BENCH_TOOL_RULES=0`` leaves the rules out (then only the metrics),
+another number sets how many. Targets: the relay adds at most 0.5 ms p50 on loopback and keeps at
+least 0.8x the direct throughput; the policy stays within 10% of the plain relay.
 
 Why CPU per call: on a loaded machine a call's latency is mostly waiting for the scheduler, and
 the relay puts two more processes' wake-ups in the path of each call (client, relay, server,
 relay, client), so its added milliseconds grow with the load while its CPU per call does not.
 
 Then, held at once on this machine: STREAMS open SSE streams (GET, one MCP session each) through
-a waitress relay with enough threads, and SLOW_CLIENTS slowloris connections (half-sent request
-headers) against the 16-thread relay and against the ``--workers 2`` relay. Each time the p50 of
+a waitress relay (and a granian relay) with enough threads, and SLOW_CLIENTS slowloris
+connections (half-sent request headers) against the 16-thread relays and the ``--workers 2``
+relay. Each time the p50 of
 a legitimate tool call is compared with its idle p50 (target: under 2x), and the relay's memory
 per open stream is reported.
 Loopback only; every wait bounded.
@@ -29,6 +31,7 @@ Loopback only; every wait bounded.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import socket
@@ -43,6 +46,7 @@ from typing import Optional
 import psutil
 import requests
 
+from . import common
 from .common import SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table
 
 WARMUP = 30
@@ -239,7 +243,8 @@ def overhead(direct: str, server: psutil.Process,
         peer = {}
     names = list(targets)
     started = time.monotonic()
-    for round_ in range(ROUNDS):
+    count = common.rounds(ROUNDS)
+    for round_ in range(count):
         for name in names[round_ % len(names):] + names[:round_ % len(names)]:
             url, proc = targets[name]
             lat[name].append(latency(url))
@@ -276,7 +281,7 @@ def overhead(direct: str, server: psutil.Process,
                          f"{(r_peer - d_peer) * 1000:.3f} ms" if relayed else ""))
         table("gateway: the same server called by FastMCP's client, direct vs through relays",
               rows)
-    print(f"  measured in {took:.1f} s ({ROUNDS} rounds, order rotated; load average "
+    print(f"  measured in {took:.1f} s ({count} rounds, order rotated; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 
@@ -291,27 +296,40 @@ def slowed_by_slow_clients(url: str) -> tuple[float, float]:
         close_all(slow)
 
 
-def held_at_once(relay: subprocess.Popen, wide: str, narrow: str, workers: str) -> None:
-    rss = psutil.Process(relay.pid).memory_info().rss
+def streams_held(relay: subprocess.Popen, wide: str) -> tuple[float, float, float]:
+    """The idle p50 at ``wide``, the p50 with STREAMS streams open, the memory per stream
+    of ``relay`` and its worker processes."""
+    def rss() -> int:
+        proc = psutil.Process(relay.pid)
+        return sum(p.memory_info().rss for p in (proc, *proc.children(recursive=True)))
+
+    before = rss()
     idle = latency(f"{wide}/mcp/sdk", LOADED_CALLS)
     socks = hold_streams(wide, STREAMS)
     try:
-        per_stream = (psutil.Process(relay.pid).memory_info().rss - rss) / STREAMS
+        per_stream = (rss() - before) / STREAMS
         loaded = latency(f"{wide}/mcp/sdk", LOADED_CALLS)
     finally:
         close_all(socks)
-    idle_narrow, slowed = slowed_by_slow_clients(f"{narrow}/mcp/sdk")
-    idle_workers, slowed_workers = slowed_by_slow_clients(f"{workers}/mcp/sdk")
-    table("gateway: held at once on one machine, legitimate tool call p50", [
-        ("", "idle", "while held", "held / idle"),
-        (f"{STREAMS} open SSE streams", ms(idle), ms(loaded), ratio(loaded, idle)),
-        (f"{SLOW_CLIENTS} slowloris connections", ms(idle_narrow), ms(slowed),
-         ratio(slowed, idle_narrow)),
-        (f"{SLOW_CLIENTS} slowloris, --workers 2", ms(idle_workers), ms(slowed_workers),
-         ratio(slowed_workers, idle_workers)),
-    ])
-    print(f"  relay memory per open stream: {per_stream / 1024:.0f} KiB "
-          f"(targets: held / idle under 2x)")
+    return idle, loaded, per_stream
+
+
+def held_at_once(wide: dict[str, tuple[subprocess.Popen, str]], narrow: dict[str, str]) -> None:
+    """``wide``: per engine, a relay with threads for STREAMS streams; ``narrow``: the
+    16-thread relays the slowloris connections are held against."""
+    rows = [("", "idle", "while held", "held / idle")]
+    memory = []
+    for engine, (relay, url) in wide.items():
+        idle, loaded, per_stream = streams_held(relay, url)
+        rows.append((f"{STREAMS} open SSE streams, {engine}", ms(idle), ms(loaded),
+                     ratio(loaded, idle)))
+        memory.append(f"{engine} {per_stream / 1024:.0f} KiB")
+    for name, url in narrow.items():
+        idle, slowed = slowed_by_slow_clients(f"{url}/mcp/sdk")
+        rows.append((f"{SLOW_CLIENTS} slowloris connections, {name}", ms(idle), ms(slowed),
+                     ratio(slowed, idle)))
+    table("gateway: held at once on one machine, legitimate tool call p50", rows)
+    print(f"  relay memory per open stream: {', '.join(memory)} (targets: held / idle under 2x)")
 
 
 def tool_rules(count: int) -> dict:
@@ -346,8 +364,9 @@ def counted_calls(base: str) -> float:
 def main() -> None:
     rules = int(os.environ.get("RAIDER_BENCH_TOOL_RULES", TOOL_RULES))
     server_port = free_port()
+    granian = importlib.util.find_spec("granian") is not None
     ports = {name: free_port() for name in ("waitress", "workers", "wide", "policy")
-             + (("rules",) if rules else ())}
+             + (("rules",) if rules else ()) + (("granian", "granian-wide") if granian else ())}
     server = start_listening(
         [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
     direct = f"http://127.0.0.1:{server_port}/mcp"
@@ -369,6 +388,8 @@ def main() -> None:
         extra = {"waitress": ["--threads", str(CLIENTS)],
                  "workers": ["--threads", str(CLIENTS), "--workers", "2"],
                  "wide": ["--threads", str(STREAMS + 2 * CLIENTS)],
+                 "granian": ["--server", "granian", "--threads", str(CLIENTS)],
+                 "granian-wide": ["--server", "granian", "--threads", str(STREAMS + 2 * CLIENTS)],
                  "rules": ["--threads", str(CLIENTS)],
                  "policy": ["--threads", str(CLIENTS)]}
         configs = {"rules": ruled_path, "policy": with_metrics(ruled_path if rules else config)}
@@ -383,6 +404,9 @@ def main() -> None:
                                           psutil.Process(relays["waitress"].pid)),
                        "relay, --workers 2": (f"{url['workers']}/mcp/sdk",
                                               psutil.Process(relays["workers"].pid))}
+            if granian:
+                targets["granian relay"] = (f"{url['granian']}/mcp/sdk",
+                                            psutil.Process(relays["granian"].pid))
             if rules:
                 targets[f"waitress relay, {rules} tool rules"] = (
                     f"{url['rules']}/mcp/sdk", psutil.Process(relays["rules"].pid))
@@ -390,7 +414,12 @@ def main() -> None:
             targets[policy] = (f"{url['policy']}/mcp/sdk", psutil.Process(relays["policy"].pid))
             overhead(direct, psutil.Process(server.pid), targets)
             print(f"  {policy}: the relay counted {counted_calls(url['policy']):.0f} tool calls")
-            held_at_once(relays["wide"], url["wide"], url["waitress"], url["workers"])
+            wide = {"waitress": (relays["wide"], url["wide"])}
+            narrow = {"waitress": url["waitress"], "--workers 2": url["workers"]}
+            if granian:
+                wide["granian"] = (relays["granian-wide"], url["granian-wide"])
+                narrow["granian"] = url["granian"]
+            held_at_once(wide, narrow)
         finally:
             for relay in relays.values():
                 stop_process(relay)

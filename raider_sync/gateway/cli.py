@@ -1,8 +1,10 @@
 """``raider-sync gateway --config FILE --listen HOST:PORT``: serve the relay with waitress, or
 with ``--workers N`` in N waitress processes under gunicorn's master (see
-:mod:`raider_sync.gateway.workers`).
+:mod:`raider_sync.gateway.workers`), or with ``--server granian`` in granian's worker
+processes (see :mod:`raider_sync.gateway.engines`).
 
-waitress and gunicorn (the ``gateway`` extra) are imported only when serving. The relay keeps
+waitress and gunicorn (the ``gateway`` extra) and granian (``gateway-granian``) are imported
+only when serving. The relay keeps
 no session state, so any number of processes and machines can serve behind a load balancer
 (see :mod:`raider_sync.gateway.relay` and ``docs/gateway.md``); gunicorn by hand, with the
 waitress workers ``--workers`` runs::
@@ -23,6 +25,7 @@ import threading
 from ..errors import ConfigError
 from . import audit
 from .config import GatewayConfig
+from .engines import ENGINES
 from .relay import Relay
 from .serving import HEADER_TIMEOUT, Serving, reload_keys_on_sighup
 
@@ -32,15 +35,20 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the gateway config (JSON; .toml on Python 3.11+); required to serve")
     parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
                         help="address to serve on (default 127.0.0.1:8080; port 0 picks one)")
+    parser.add_argument("--server", choices=ENGINES, default="waitress",
+                        help="the serving engine (default waitress; granian: the "
+                             "gateway-granian extra, see docs/gateway.md for how they differ)")
     parser.add_argument("--threads", type=int, default=16, metavar="N",
                         help="worker threads: requests served at once, SSE streams included "
                              "(default 16)")
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="serve with N waitress processes of --threads threads each on one "
-                             "socket, supervised by gunicorn (default 0: one waitress process)")
+                             "socket, supervised by gunicorn (default 0: one waitress process); "
+                             "with --server granian, N granian worker processes (default 1)")
     parser.add_argument("--connection-limit", type=int, metavar="N",
                         help="connections held at once, slow ones included (default: from the "
-                             "open-file limit, at most 10000)")
+                             "open-file limit, at most 10000); with --server granian, the "
+                             "requests taken at once by each worker")
     parser.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
                         help="close a connection that has not sent its request headers within "
                              f"this many seconds (default {HEADER_TIMEOUT:g})")
@@ -101,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.config}: ok ({len(config.servers)} servers, {len(config.keys)} keys)")
         return 0
     threads = max(1, args.threads)
+    if args.server == "granian":
+        return _run_granian(args, host, port, threads)
     if args.workers > 0:
         return _run_workers(args, host, port, threads)
     relay = Relay(config, usage_log=args.usage_log, threads=threads)
@@ -156,6 +166,33 @@ def _run_workers(args: argparse.Namespace, host: str, port: int, threads: int) -
           flush=True)
     serve(os.path.abspath(args.config), bind, args.workers, threads, args.usage_log,
           args.connection_limit, args.header_timeout)
+    return 0
+
+
+def _run_granian(args: argparse.Namespace, host: str, port: int, threads: int) -> int:
+    """granian's master and ``--workers`` worker processes (at least one) until SIGINT/SIGTERM
+    (see :mod:`.engines`)."""
+    try:
+        import granian  # noqa: F401
+
+        from .engines import serve_granian
+    except ImportError:
+        print("raider-sync gateway: --server granian needs granian "
+              "(pip install 'raider_sync[gateway-granian]')", file=sys.stderr)
+        return 1
+    workers = max(1, args.workers)
+
+    def ready(url: str) -> None:
+        print(f"raider-sync gateway: serving {url} with granian, {workers} worker processes",
+              flush=True)
+
+    try:
+        serve_granian(os.path.abspath(args.config), host, port, threads, workers,
+                      args.usage_log, args.connection_limit, args.header_timeout, ready)
+    except OSError as exc:
+        print(f"raider-sync gateway: cannot listen on {args.listen}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,6 +7,7 @@ import gzip
 import http.client
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 import psutil
+import pytest
 import requests
 
 from raider_sync.gateway.cli import Serving
@@ -432,6 +434,42 @@ def relay_process(config_path: str, env: dict, *extra: str,
         stop_group(proc)
         raise
     return proc, f"http://127.0.0.1:{port}"
+
+
+_STREAM_HEAD = b"Accept: text/event-stream\r\nX-Api-Key: " + ALICE.encode() + b"\r\n\r\n"
+
+
+def address(url: str) -> tuple[str, int]:
+    """(host, port) of a base URL such as ``relay_process`` returns."""
+    host, port = url.rsplit("/", 1)[-1].split(":")
+    return host, int(port)
+
+
+def open_stream(url: str, mode: str = "sse-hang") -> socket.socket:
+    """A raw connection holding ``GET /mcp/fake/<mode>`` once its first event arrived."""
+    sock = socket.create_connection(address(url), timeout=10)
+    try:
+        sock.sendall(f"GET /mcp/fake/{mode} HTTP/1.1\r\nHost: gw\r\n".encode() + _STREAM_HEAD)
+        received = b""
+        while b"data: one" not in received:
+            data = sock.recv(4096)
+            assert data, f"the stream was closed: {received[:200]!r}"
+            received += data
+        assert received.startswith(b"HTTP/1.1 200"), received[:200]
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def room_for(sockets: int) -> None:
+    """Raise this process's open-file limit (inherited by the relay) to hold ``sockets``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 4 * sockets
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.skip(f"the open-file limit ({hard}) cannot hold {sockets} sockets twice")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def stop_group(proc: subprocess.Popen) -> None:

@@ -1,8 +1,10 @@
-"""Request bodies a server must not read, under ``raider-sync gateway`` (waitress) and
-``--workers`` (waitress in gunicorn's workers): faulty framing, malformed chunking, bodies over
-``max_request_bytes``.
-Both answer them alike: the relay's JSON error, one usage event, the key checked before the
-size, no traceback in the log. Raw bytes over a socket: a client library would not send them."""
+"""Request bodies a server must not read, under ``raider-sync gateway`` (waitress),
+``--workers`` (waitress in gunicorn's workers) and ``--server granian``: faulty framing,
+malformed chunking, bodies over ``max_request_bytes``.
+All answer them alike: the relay's JSON error, one usage event, the key checked before the
+size, no traceback in the log; where granian differs (it reads no chunked body, and hyper
+refuses ``Transfer-Encoding`` in HTTP/1.0 itself), the test says so. Raw bytes over a socket:
+a client library would not send them."""
 from __future__ import annotations
 
 import json
@@ -44,12 +46,12 @@ class Served:
         return socket.create_connection((self.host, self.port), timeout=15)
 
 
-@pytest.fixture(scope="module", params=["waitress", "gunicorn"])
+@pytest.fixture(scope="module", params=["waitress", "gunicorn", "granian"])
 def served(request, tmp_path_factory):
-    """The relay under waitress or under gunicorn (one worker), with an upstream nobody
-    listens on: a request that got through would be a 502."""
-    if request.param == "gunicorn":
-        pytest.importorskip("gunicorn")
+    """The relay under waitress, under gunicorn (one worker) or under granian, with an
+    upstream nobody listens on: a request that got through would be a 502."""
+    if request.param != "waitress":
+        pytest.importorskip(request.param)
     folder = tmp_path_factory.mktemp(request.param)
     config, usage, log = folder / "gateway.json", folder / "usage.jsonl", folder / "stderr.log"
     config.write_text(json.dumps({
@@ -57,7 +59,8 @@ def served(request, tmp_path_factory):
         "keys": [{"id": "alice", "env": "ALICE", "servers": ["x"]}],
         "max_request_bytes": LIMIT}))
     usage.touch()
-    workers = ["--workers", "1"] if request.param == "gunicorn" else []
+    workers = {"waitress": [], "gunicorn": ["--workers", "1"],
+               "granian": ["--server", "granian"]}[request.param]
     with open(log, "wb") as stderr:
         proc, url = relay_process(str(config), {"ALICE": ALICE}, "--threads", "4",
                                   "--usage-log", str(usage), *workers, stderr=stderr)
@@ -130,8 +133,13 @@ def test_transfer_encoding_in_http10_is_the_relays_refusal_and_one_log_line(
     with served.connect() as sock:
         sock.sendall(b"POST /mcp/x HTTP/1.0\r\nHost: gw\r\n" + KEY + framing + b"\r\n0\r\n\r\n")
         status, headers, body = answer(sock)
-    assert status == 400 and error_of(headers, body)["type"] == "bad_request"
     events, log = served.since(mark)
+    if served.name == "granian":
+        # hyper answers it before the relay: an empty 400, closed, and no usage event
+        assert (status, body, headers["connection"], events) == (400, b"", "close", [])
+        assert log == ""
+        return
+    assert status == 400 and error_of(headers, body)["type"] == "bad_request"
     # no traceback: the usage event is the request's one line (waitress may note that its
     # threads were all busy with earlier connections, which is no line of the request's)
     assert [line for line in log.splitlines() if not line.startswith("Task queue depth")] == []
@@ -172,6 +180,8 @@ def test_a_malformed_chunked_body_is_400_in_the_relays_shape_and_the_connection_
 ])
 def test_a_body_over_the_limit_is_answered_alike_by_both_servers(served, key, framing, size,
                                                                  expected):
+    if served.name == "granian" and framing == "chunked" and key:
+        expected = 400  # granian reads no chunked body (raider_sync.gateway.engines)
     mark = served.mark()
     if framing == "length":
         head = b"Content-Length: %d\r\n" % size
@@ -186,6 +196,8 @@ def test_a_body_over_the_limit_is_answered_alike_by_both_servers(served, key, fr
     assert status == expected, error
     if expected == 413:
         assert error == {"type": "too_large", "message": f"the request body is over {LIMIT} bytes"}
+    if served.name == "granian" and expected == 400:
+        assert error["type"] == "bad_request" and "could not be read" in error["message"]
     events, log = served.since(mark)
     assert [(e["key"], e["status"]) for e in events] == [("alice" if key else None, expected)]
     if expected == 502:

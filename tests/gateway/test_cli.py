@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import requests
 
 from raider_sync.cli import build_parser
@@ -58,6 +59,20 @@ def test_check_json_for_scripts(tmp_path, capsys, monkeypatch):
     assert cli.main(["--config", write(tmp_path, GOOD), "--check", "--json"]) == 2
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["ok"] is False and any("alice" in p for p in outcome["problems"])
+
+
+def test_the_server_is_waitress_unless_granian_is_asked_for(tmp_path, capsys, monkeypatch):
+    assert build_parser().parse_args(["gateway"]).server == "waitress"
+    assert build_parser().parse_args(["gateway", "--server", "granian"]).server == "granian"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["gateway", "--server", "uwsgi"])
+    assert "invalid choice: 'uwsgi'" in capsys.readouterr().err
+    # without the gateway-granian extra: exit 1, naming the extra
+    monkeypatch.setitem(sys.modules, "granian", None)
+    monkeypatch.setenv("GW_TEST_ALICE", ALICE)
+    assert cli.main(["--config", write(tmp_path, GOOD), "--server", "granian",
+                     "--listen", "127.0.0.1:0"]) == 1
+    assert "pip install 'raider_sync[gateway-granian]'" in capsys.readouterr().err
 
 
 def test_a_bad_listen_address_exits_2(tmp_path, capsys):

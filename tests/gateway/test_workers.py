@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import socket
 import sys
@@ -15,13 +14,22 @@ import psutil
 import pytest
 import requests
 
-from gateway.support import ALICE, AUTH, relay_process, spawn, stop_group, wait_until
+from gateway.support import (
+    ALICE,
+    AUTH,
+    address,
+    open_stream,
+    relay_process,
+    room_for,
+    spawn,
+    stop_group,
+    wait_until,
+)
 
 pytest.importorskip("gunicorn")
 
 SLOW_SOCKETS = 500
 LEGITIMATE = 4
-STREAM_HEAD = b"Accept: text/event-stream\r\nX-Api-Key: " + ALICE.encode() + b"\r\n\r\n"
 
 
 def write_config(tmp_path, upstream, **settings) -> str:
@@ -37,43 +45,11 @@ def start(tmp_path, upstream, *extra: str, **settings):
                          "--workers", *extra)
 
 
-def address(url: str) -> tuple[str, int]:
-    host, port = url.rsplit("/", 1)[-1].split(":")
-    return host, int(port)
-
-
 def workers_of(proc) -> list[int]:
     try:
         return [child.pid for child in psutil.Process(proc.pid).children()]
     except psutil.Error:
         return []
-
-
-def open_stream(url: str, mode: str = "sse-hang") -> socket.socket:
-    """A raw connection holding ``GET /mcp/fake/<mode>`` once its first event arrived."""
-    sock = socket.create_connection(address(url), timeout=10)
-    try:
-        sock.sendall(f"GET /mcp/fake/{mode} HTTP/1.1\r\nHost: gw\r\n".encode() + STREAM_HEAD)
-        received = b""
-        while b"data: one" not in received:
-            data = sock.recv(4096)
-            assert data, f"the stream was closed: {received[:200]!r}"
-            received += data
-        assert received.startswith(b"HTTP/1.1 200"), received[:200]
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def room_for(sockets: int) -> None:
-    """Raise this process's open-file limit (inherited by the relay) to hold ``sockets``."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = 4 * sockets
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        if hard != resource.RLIM_INFINITY and hard < wanted:
-            pytest.skip(f"the open-file limit ({hard}) cannot hold {sockets} sockets twice")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def test_workers_hold_500_slow_sockets_and_still_serve(tmp_path, upstream):

@@ -1,0 +1,293 @@
+"""``raider-sync gateway --server granian``: the relay served by granian (Rust, WSGI mode), the
+engine beside waitress (the default, :mod:`.serving`) and waitress under gunicorn
+(:mod:`.workers`).
+
+granian (the ``gateway-granian`` extra, imported only here) parses HTTP/1.1 in Rust (hyper) on
+one I/O thread per process and calls the relay in a pool of ``--threads`` Python threads; a
+slow client costs a socket, not a thread, as under waitress. Its master process supervises
+``--workers`` worker processes (at least one); each listens on the address with
+``SO_REUSEPORT`` and serves its own :class:`~raider_sync.gateway.relay.Relay`, built after the
+fork (:func:`granian_app`). What :func:`granian_settings` sets for the relay:
+
+- ``blocking_threads``: ``--threads``, the requests served at once per process, SSE streams
+  included (a relayed stream holds its thread, as under waitress);
+- ``backpressure``: ``--connection-limit`` (default
+  :func:`~raider_sync.gateway.serving.connection_limit`), the requests taken at once;
+- ``http1_settings``: a request's headers within ``--header-timeout`` seconds, however slowly
+  they trickle (an idle keep-alive connection is closed after as long), headers of at most
+  ``HEADER_BYTES`` bytes (431 past them, as waitress's own limit);
+- HTTP/1.1 only and no WebSockets (nothing the relay serves), no access log (the relay writes
+  its usage events).
+
+Where granian differs from waitress (docs/gateway.md "Deploying" has the table):
+
+- a chunked request body is not read: hyper ends a malformed or cut-short chunked body as if
+  it were complete, so the relay could not tell a truncated body from a whole one. Under
+  granian every request with ``Transfer-Encoding`` gets a body that raises
+  :class:`~raider_sync.gateway.serving.BodyCut` (:class:`GranianApp`): the relay answers
+  400 in its own shape, the key checked first, and nothing reaches the upstream. MCP clients
+  send their JSON with ``Content-Length``. ``Content-Length`` with ``Transfer-Encoding`` is
+  refused the same way, and hyper closes the connection after the answer;
+- ``Transfer-Encoding`` in an HTTP/1.0 request is answered 400 by hyper before the relay
+  (closed, no usage event);
+- granian does not tell the relay that a client left a silent stream: its key's stream slot is
+  freed at the stream's next event, or when the upstream ends it;
+- SIGHUP to the master is passed on to every worker, which re-reads its keys
+  (:meth:`~raider_sync.gateway.relay.Relay.reload_keys`) without dropping a connection,
+  instead of granian's own respawn of every worker;
+- SIGTERM ends the relayed streams before granian waits for the answers in progress, and a
+  request's environ holds the request alone, not a copy of the process environment as
+  granian's own WSGI callback makes it (:func:`_hook_worker`).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import weakref
+from typing import Any, Callable, Optional
+
+from .config import GatewayConfig
+from .metrics import MULTIPROC_ENV
+from .relay import Relay
+from .serving import HEADER_TIMEOUT, BodyCut, connection_limit, reload_keys_on_sighup
+
+ENGINES = ("waitress", "granian")
+HEADER_BYTES = 256 * 1024  # waitress's max_request_header_size
+GRACEFUL_TIMEOUT = 10  # seconds a worker has to end after SIGTERM before it is killed
+_REFUSED = "a chunked request body is not read by this server: send Content-Length"
+
+
+class _Refused:
+    """The ``wsgi.input`` of a request whose body is not read: every read raises BodyCut."""
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        raise BodyCut(_REFUSED)
+
+    readline = read
+
+    def readlines(self, hint: int = -1) -> list[bytes]:
+        raise BodyCut(_REFUSED)
+
+    def __iter__(self):
+        raise BodyCut(_REFUSED)
+
+
+def _write(data: bytes) -> None:
+    """The ``write()`` that ``start_response`` returns (PEP 3333 wants one; granian's own
+    returns nothing): an empty write, which the relay makes to send a stream's head at once, is
+    nothing to do, as granian sends the head of an iterated answer without waiting for its
+    first piece."""
+    if data:
+        raise NotImplementedError("under granian an answer's body comes from its iterable")
+
+
+class _Started:
+    """``start_response`` for one request: keeps the status and headers for granian."""
+
+    __slots__ = ("status", "headers")
+
+    def __init__(self) -> None:
+        self.status: int = 200
+        self.headers: list[tuple[str, str]] = []
+
+    def __call__(self, status: str, headers: list, exc_info: Any = None) -> Callable:
+        self.status, self.headers = int(status.split(" ", 1)[0]), headers
+        return _write
+
+
+class _Iterated:
+    """An answer's iterable as granian's Rust side reads it: ``__next__`` and ``close``."""
+
+    __slots__ = ("inner", "__next__")
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.__next__ = iter(inner).__next__
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+
+def _callback(app: Callable, scope_opts: Any = None, access_log_fmt: Any = None) -> Callable:
+    """What granian calls for each request (in place of ``granian.wsgi._callback_wrapper``,
+    whose environ starts from a copy of ``os.environ``: a variable of the gateway's process
+    named like a header, ``HTTP_X_API_KEY`` or ``HTTP_AUTHORIZATION``, would then be every
+    request's header when the client sent none). The environ here is the request's alone.
+    ``scope_opts`` and ``access_log_fmt`` (granian's URL prefix and access log) are not used:
+    the gateway sets neither."""
+    base = {"GATEWAY_INTERFACE": "CGI/1.1", "SCRIPT_NAME": "", "SERVER_SOFTWARE": "granian",
+            "wsgi.errors": sys.stderr, "wsgi.input_terminated": True,
+            "wsgi.multiprocess": False, "wsgi.multithread": True, "wsgi.run_once": False,
+            "wsgi.version": (1, 0)}
+
+    def run(proto, scope: dict) -> int:
+        started = _Started()
+        body = app(base | scope, started)
+        if isinstance(body, list):
+            proto.response_bytes(started.status, started.headers, b"".join(body))
+        else:
+            proto.response_iter(started.status, started.headers, _Iterated(body))
+        return started.status
+
+    return run
+
+
+class GranianApp:
+    """A WSGI app in front of ``app`` (the relay) for granian: a request with
+    ``Transfer-Encoding`` gets a body that raises
+    :class:`~raider_sync.gateway.serving.BodyCut` when read (see the module's docstring).
+    :meth:`close` closes ``app`` and ends the streams it is relaying, which granian cannot tell
+    have lost their client. Everything else, ``reload_keys()`` included, is ``app``'s."""
+
+    def __init__(self, app: Callable):
+        self.app = app
+        self._lock = threading.Lock()
+        self._streams: weakref.WeakSet = weakref.WeakSet()  # a stream leaves once granian drops it
+
+    def __call__(self, environ: dict, start_response) -> Any:
+        if environ.get("HTTP_TRANSFER_ENCODING"):
+            environ["wsgi.input"] = _Refused()
+        answer = self.app(environ, start_response)
+        if callable(getattr(answer, "abort", None)):  # a relayed stream (streaming.Stream)
+            with self._lock:
+                self._streams.add(answer)
+        return answer
+
+    def close(self) -> None:
+        """Close the app, then abort every stream it still relays (a blocked read of its
+        upstream returns, and the stream ends). May be called twice."""
+        close = getattr(self.app, "close", None)
+        if callable(close):
+            close()
+        with self._lock:
+            streams = list(self._streams)
+        for stream in streams:
+            stream.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
+
+
+def granian_settings(threads: int, header_timeout: float = HEADER_TIMEOUT,
+                     connections: Optional[int] = None, workers: int = 1) -> dict[str, Any]:
+    """The keyword arguments of granian's server for the relay (without the address and the
+    app): see the module's docstring."""
+    from granian.constants import HTTPModes, Interfaces
+    from granian.http import HTTP1Settings
+    from granian.log import LogLevels
+
+    return {
+        "interface": Interfaces.WSGI, "workers": max(1, workers),
+        "blocking_threads": max(1, threads), "runtime_threads": 1,
+        "backpressure": connections or connection_limit(threads), "backlog": 2048,
+        "http": HTTPModes.http1, "websockets": False,
+        "http1_settings": HTTP1Settings(header_read_timeout=max(1, int(header_timeout * 1000)),
+                                        max_buffer_size=HEADER_BYTES),
+        "log_level": LogLevels.warning, "log_access": False,
+        "respawn_failed_workers": True, "workers_kill_timeout": GRACEFUL_TIMEOUT,
+    }
+
+
+def granian_app(config_path: str, threads: int, usage_log: Optional[str] = None) -> Callable:
+    """The app of one granian worker, built in it after the fork: the relay for the config at
+    ``config_path`` behind :class:`GranianApp`, its keys reloaded on SIGHUP (the
+    worker's main thread loads it). Raises ConfigError for a bad config."""
+    relay = Relay(GatewayConfig.load(config_path), usage_log=usage_log, threads=threads)
+    reload_keys_on_sighup(relay)
+    app = GranianApp(relay)
+    _hook_worker(app)
+    return app
+
+
+def _hook_worker(app: GranianApp) -> None:
+    """Two changes to the granian worker this runs in (granian 2.8, pinned; both made where
+    its worker looks them up after loading the app): requests are called through
+    :func:`_callback`, and SIGTERM and SIGINT close ``app`` (its streams end) before granian's
+    own handler stops the worker. granian waits for every answer in progress before a worker
+    exits, and a relayed stream has no end of its own: without this its worker would be killed
+    after ``GRACEFUL_TIMEOUT`` seconds."""
+    from granian import _signals
+    from granian.server import mp
+
+    mp._wsgi_call_wrap = _callback  # type: ignore[assignment]
+
+    installed = _signals.set_sync_signals
+
+    def set_sync_signals():
+        event = installed()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            stop = signal.getsignal(sig)
+            if callable(stop):
+                def close_first(signum, frame, stop=stop):
+                    app.close()  # quick: shuts the upstreams, joins the watcher (bounded)
+                    stop(signum, frame)
+
+                signal.signal(sig, close_first)
+        return event
+
+    _signals.set_sync_signals = set_sync_signals
+
+
+def check_address(host: str, port: int) -> int:
+    """The port to give granian for ``host:port``: ``port``, or a free one for 0. Raises
+    OSError when the address is taken, which granian's ``SO_REUSEPORT`` listeners would not
+    notice when another granian holds it (they would share its connections)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, port))
+        return probe.getsockname()[1]
+
+
+def serve_granian(config_path: str, host: str, port: int, threads: int, workers: int = 1,
+                  usage_log: Optional[str] = None, connections: Optional[int] = None,
+                  header_timeout: float = HEADER_TIMEOUT,
+                  ready: Optional[Callable[[str], None]] = None) -> None:
+    """Run granian's master in this process until SIGINT/SIGTERM; blocks. ``ready(url)`` is
+    called once the address is checked, before the workers start. A bad config makes every
+    worker fail to load, and granian exits. Raises ImportError without granian, OSError for
+    an address in use. Without ``$PROMETHEUS_MULTIPROC_DIR``, several workers get a temporary
+    one for their metrics, removed on the way out."""
+    from granian.server import MPServer
+
+    port = check_address(host, port)
+
+    class Master(MPServer):
+        def signal_handler_reload(self, *args, **kwargs):
+            # granian would respawn every worker, cutting the open streams; the workers
+            # re-read the keys instead and keep their connections
+            for worker in list(self.wrks):
+                pid = worker.inner.pid
+                if pid is not None:
+                    try:
+                        os.kill(pid, signal.SIGHUP)
+                    except OSError:
+                        pass
+
+    server = Master("raider_sync.gateway.relay:Relay", address=host, port=port,
+                    **granian_settings(threads, header_timeout, connections, workers))
+    loader = functools.partial(granian_app, os.path.abspath(config_path), max(1, threads),
+                               usage_log)
+    master, folder = os.getpid(), None
+    if workers > 1 and not os.environ.get(MULTIPROC_ENV):
+        folder = tempfile.mkdtemp(prefix="raider-gateway-metrics-")
+        os.environ[MULTIPROC_ENV] = folder
+    try:
+        if ready is not None:
+            ready(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
+        server.serve(target_loader=loader, wrap_loader=False)
+    finally:
+        if folder is not None and os.getpid() == master:
+            os.environ.pop(MULTIPROC_ENV, None)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+__all__ = ["ENGINES", "GranianApp", "check_address", "granian_app", "granian_settings",
+           "serve_granian"]
