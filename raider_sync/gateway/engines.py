@@ -217,6 +217,11 @@ def _hook_worker(app: GranianApp) -> None:
     from granian import _signals
     from granian.server import mp
 
+    if not (hasattr(mp, "_wsgi_call_wrap") and hasattr(_signals, "set_sync_signals")):
+        # without the callback a request's environ would start from the process environment,
+        # where a variable such as HTTP_X_API_KEY would pass for a key: refuse to serve
+        raise RuntimeError("this granian is not the one the gateway's engine is made for "
+                           "(granian==2.8.7, the gateway-granian extra)")
     mp._wsgi_call_wrap = _callback  # type: ignore[assignment]
 
     installed = _signals.set_sync_signals

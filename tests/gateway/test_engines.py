@@ -402,3 +402,17 @@ def test_granian_app_reads_no_chunked_body_and_ends_its_streams_on_close():
 
 def _environ(body: bytes, extra: dict | None = None) -> dict:
     return {"REQUEST_METHOD": "POST", "wsgi.input": io.BytesIO(body), **(extra or {})}
+
+
+def test_another_granian_without_the_worker_hooks_is_refused(monkeypatch):
+    """The hooks are granian 2.8's own names: a granian without them would call the relay with
+    the process environment in every request's environ, so the worker refuses to serve."""
+    pytest.importorskip("granian")
+    from granian.server import mp
+
+    from raider_sync.gateway.engines import GranianApp, _hook_worker
+
+    monkeypatch.delattr(mp, "_wsgi_call_wrap")
+    app = GranianApp(lambda environ, start_response: [])
+    with pytest.raises(RuntimeError, match="granian==2.8.7"):
+        _hook_worker(app)
