@@ -183,3 +183,13 @@ def _subjects(identity: Optional[IdentitySettings], env: Mapping[str, str],
         problems.append(f"identity.signing_key_env: {exc}")
         return None
     return subjects
+
+
+def failure_message(exchanged: bool, exc: AuthError) -> str:
+    """What a client is told when the gateway got no upstream token: for a token exchange
+    (``exchanged``), that the exchange for its key failed, with the authorization server's
+    error code."""
+    if not exchanged:
+        return "the gateway could not get a token for the MCP server"
+    code = f" ({exc.error})" if exc.error else ""
+    return f"the token exchange for this key at the MCP server's authorization server failed{code}"

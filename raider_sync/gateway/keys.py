@@ -13,14 +13,41 @@ the config's are (one id once, only configured servers). A relay re-reads every 
 :meth:`~raider_sync.gateway.relay.Relay.reload_keys` (SIGHUP under ``raider-sync gateway``).
 
 Reading raises nothing: problems are added to the list given, each naming the file or the
-variable and the entry.
+variable and the entry. :func:`authenticate` finds the key a request presents.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Optional
+
+#: a configured key as a request is checked against it: (key id, SHA-256 of the key, the
+#: names of the servers it may use)
+KeyDigest = tuple[str, bytes, frozenset]
+
+
+def authenticate(environ: dict, digests: Iterable[KeyDigest]
+                 ) -> Optional[tuple[str, frozenset, str]]:
+    """``(key id, server names, key)`` of the key the request presents
+    (``Authorization: Bearer KEY``, else ``X-Api-Key: KEY``), compared in constant time with
+    every key of ``digests`` (no early exit), or ``None``."""
+    token = None
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        token = value.strip()
+    if token is None:
+        token = environ.get("HTTP_X_API_KEY", "").strip() or None
+    if token is None:
+        return None
+    digest = hashlib.sha256(token.encode("latin-1", "replace")).digest()
+    found = None
+    for key_id, expected, servers in digests:
+        if hmac.compare_digest(digest, expected) and found is None:
+            found = (key_id, servers, token)
+    return found
 
 
 def external_entries(data: Mapping[str, Any], env: Mapping[str, str],

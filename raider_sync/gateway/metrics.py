@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..client.telemetry import DURATION_BUCKETS
+from ..errors import ConfigError
 
 log = logging.getLogger("raider_sync.gateway")
 
@@ -143,6 +144,19 @@ class Metrics:
         if found is None:
             found = self._children[(metric, values)] = metric.labels(*values)
         return found
+
+    @classmethod
+    def of(cls, config: Any) -> Optional["Metrics"]:
+        """The metrics of a relay for ``config`` (a GatewayConfig) when it has a metrics
+        token, else None. Raises ConfigError when prometheus-client is missing."""
+        digest = config.metrics_token_digest()
+        if digest is None:
+            return None
+        try:
+            return cls(digest, config.metrics.tools_per_server if config.metrics else 100)
+        except ImportError as exc:
+            raise ConfigError("metrics: prometheus-client is not installed "
+                              "(pip install 'raider_sync[gateway]')") from exc
 
     # -- the endpoint ------------------------------------------------------------------------
 

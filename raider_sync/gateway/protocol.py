@@ -183,6 +183,29 @@ def _header_items(headers: Headers) -> Iterable[Sequence[Any]]:
             if isinstance(pair, (tuple, list)) and len(pair) == 2]
 
 
+def request_base(environ: dict) -> str:
+    """The gateway's URL as the WSGI request in ``environ`` reached it: scheme, ``Host`` (else
+    the server's name and port) and the app's mount point."""
+    scheme = environ.get("wsgi.url_scheme", "http")
+    host = environ.get("HTTP_HOST") or \
+        f"{environ.get('SERVER_NAME', 'localhost')}:{environ.get('SERVER_PORT', '80')}"
+    return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '')}"
+
+
+# the environ keys of the client headers request_headers may pass on (besides Mcp-*)
+_PASSED = frozenset({"HTTP_ACCEPT", "HTTP_LAST_EVENT_ID", "HTTP_CONTENT_TYPE"})
+
+
+def client_headers(environ: dict) -> list[tuple[str, str]]:
+    """The headers of the WSGI request in ``environ`` that :func:`request_headers` may pass
+    on: ``Accept``, ``Last-Event-ID``, ``Content-Type`` and every ``Mcp-*``."""
+    client = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items()
+              if k in _PASSED or k.startswith("HTTP_MCP_")]
+    if environ.get("CONTENT_TYPE"):
+        client.append(("Content-Type", environ["CONTENT_TYPE"]))
+    return client
+
+
 def request_headers(headers: Headers) -> dict[str, str]:
     """The client's headers that go upstream, by the name the client used: Content-Type,
     Accept, Last-Event-ID and every header whose name starts with ``Mcp-`` (Mcp-Session-Id,

@@ -47,8 +47,6 @@ watch for gone clients are :mod:`raider_sync.gateway.streaming`, the usage event
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import http.client
 import json
 import logging
@@ -61,14 +59,16 @@ from http import HTTPStatus
 from typing import Any, Callable, Iterable, Optional, cast
 
 from ..errors import AuthError, ConfigError
-from . import protocol, stateless, tool_rules
+from . import identity, protocol, stateless, tool_rules
 from . import tracing as tracing_part
 from .audit import AuditLog, arguments_of
 from .config import GatewayConfig, GatewayServer
+from .keys import authenticate
 from .metrics import PATH as METRICS_PATH
 from .metrics import Metrics
 from .plan import Plan
 from .rate_limits import RateLimiter, key_rates, refusal
+from .request_body import read_body
 from .sessions import SessionBinding
 from .streaming import CHUNK, WATCH_INTERVAL, Stream, UpstreamBroken, Watcher  # noqa: F401 - importable from here as before
 from .upstream import Answer, Upstream
@@ -83,8 +83,6 @@ METHODS = ("DELETE", "GET", "POST")
 _ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)  # an encoded dot, slash or backslash
 # the relay's own upstream headers: a name, and no compression it would have to undo
 _FIXED_HEADERS = {"User-Agent": "raider-sync-gateway", "Accept-Encoding": "identity"}
-# the environ keys of the client headers protocol.request_headers may pass on (besides Mcp-*)
-_PASSED = frozenset({"HTTP_ACCEPT", "HTTP_LAST_EVENT_ID", "HTTP_CONTENT_TYPE"})
 
 
 class Relay:
@@ -122,7 +120,7 @@ class Relay:
         self._plan = Plan(config, threads, fixed_headers=_FIXED_HEADERS)
         self._upstream = Upstream(max(pool_size, threads))  # a stream each
         self._rates = RateLimiter.of(config)
-        self._metrics = _metrics(config)
+        self._metrics = Metrics.of(config)
         self._tracing = tracing_part.resolve(tracing)
         self._usage = Usage(usage_log if usage_log is not None else config.usage_log,
                             lambda: self.on_usage)
@@ -288,7 +286,7 @@ class Relay:
                                 "the sub-path or query is refused ('.', '..', empty segments, "
                                 "backslashes, encoded dots or slashes, and query parameters the "
                                 "gateway sets are not relayed)")
-        body = self._read_body(environ)
+        body = read_body(environ, self.config.max_request_bytes)
         if isinstance(body, tuple):
             return self._answer(start_response, event, started, *body)
         event["request_bytes"] = len(body)
@@ -340,75 +338,19 @@ class Relay:
     # -- pieces ----------------------------------------------------------------------------
 
     def _authenticate(self, environ, digests=None) -> Optional[tuple[str, frozenset, str]]:
-        """The (key id, server names, key) of the presented key, compared in constant time
-        with every configured key (no early exit), or ``None``; ``digests`` are the keys of the
+        """:func:`~raider_sync.gateway.keys.authenticate` against ``digests``, the keys of the
         request's plan (None: the current one)."""
-        token = None
-        authorization = environ.get("HTTP_AUTHORIZATION", "")
-        scheme, _, value = authorization.strip().partition(" ")
-        if scheme.lower() == "bearer" and value.strip():
-            token = value.strip()
-        if token is None:
-            token = environ.get("HTTP_X_API_KEY", "").strip() or None
-        if token is None:
-            return None
-        digest = hashlib.sha256(token.encode("latin-1", "replace")).digest()
-        found = None
-        for key_id, expected, servers in self._digests if digests is None else digests:
-            if hmac.compare_digest(digest, expected) and found is None:
-                found = (key_id, servers, token)
-        return found
+        return authenticate(environ, self._digests if digests is None else digests)
 
     def _listing(self, environ, start_response, event, started, allowed):
-        base = self.config.public_url or _request_base(environ)
+        base = self.config.public_url or protocol.request_base(environ)
         data = [protocol.listing_entry(s, base) for s in self.config.servers if s.name in allowed]
         body = json.dumps({"object": "list", "data": data}).encode()
         return self._answer_body(start_response, event, started, 200, body)
 
-    def _read_body(self, environ):
-        limit = self.config.max_request_bytes
-        stream = environ.get("wsgi.input")
-        length = environ.get("CONTENT_LENGTH") or ""
-        if length:
-            try:
-                size = int(length)
-            except ValueError:
-                return (400, "bad_request", "Content-Length is not a number")
-            if size < 0:
-                return (400, "bad_request", "Content-Length is negative")
-            if size > limit:
-                return (413, "too_large", f"the request body is over {limit} bytes")
-            body = self._read(stream, size) if size and stream is not None else b""
-            if isinstance(body, bytes) and len(body) != size:
-                return (400, "bad_request", "the request body ended early")
-            return body
-        if stream is not None and environ.get("wsgi.input_terminated"):
-            body = self._read(stream, limit + 1)
-            if isinstance(body, bytes) and len(body) > limit:
-                return (413, "too_large", f"the request body is over {limit} bytes")
-            return body
-        return b""
-
-    @staticmethod
-    def _read(stream, size: int):
-        """``size`` bytes of the body (fewer at its end), or the refusal of a body that cannot
-        be read: malformed chunking (gunicorn raises its parser's error from the read), a body
-        the server cut (:class:`~raider_sync.gateway.serving.BodyCut`), a client gone."""
-        try:
-            return stream.read(size)
-        except Exception as exc:  # the WSGI server's own errors: no common class to name
-            log.debug("gateway: the request body could not be read: %s: %s",
-                      type(exc).__name__, exc)
-            return (400, "bad_request",
-                    "the request body could not be read (malformed chunked encoding, or cut short)")
-
     def _relay(self, environ, start_response, event, started, server: GatewayServer, url, body,
                bind: SessionBinding, screen: Optional[tool_rules.Screen] = None):
-        client = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items()
-                  if k in _PASSED or k.startswith("HTTP_MCP_")]
-        if environ.get("CONTENT_TYPE"):
-            client.append(("Content-Type", environ["CONTENT_TYPE"]))
-        headers = bind.upstream(protocol.request_headers(client))
+        headers = bind.upstream(protocol.request_headers(protocol.client_headers(environ)))
         fixed = self._fixed.get(server.name)
         if fixed is None:
             try:
@@ -416,7 +358,7 @@ class Relay:
             except AuthError as exc:
                 log.warning("%s: no upstream token: %s", server.name, exc)
                 return self._answer(start_response, event, started, 502, "upstream_auth",
-                                    _token_failure(server, exc))
+                                    identity.failure_message(server.token_exchange is not None, exc))
         headers.update(fixed)
         if self._tracing is not None:
             self._tracing.start(environ, event, server.name, url, headers)
@@ -520,41 +462,12 @@ class Relay:
         self._usage.emit(event, started)
         return [body]
 
-def _metrics(config: GatewayConfig) -> Optional[Metrics]:
-    """The relay's metrics when the config has a metrics token; ConfigError when
-    prometheus-client is missing."""
-    digest = config.metrics_token_digest()
-    if digest is None:
-        return None
-    try:
-        return Metrics(digest, config.metrics.tools_per_server if config.metrics else 100)
-    except ImportError as exc:
-        raise ConfigError("metrics: prometheus-client is not installed "
-                          "(pip install 'raider_sync[gateway]')") from exc
-
-
-def _token_failure(server: GatewayServer, exc: AuthError) -> str:
-    """What the client is told when no upstream token came: for a token exchange, that the
-    exchange for its key failed, and the authorization server's error code."""
-    if server.token_exchange is None:
-        return "the gateway could not get a token for the MCP server"
-    code = f" ({exc.error})" if exc.error else ""
-    return f"the token exchange for this key at the MCP server's authorization server failed{code}"
-
-
 @functools.cache  # the codes are three digits
 def _status_line(code: int) -> str:
     try:
         return f"{code} {HTTPStatus(code).phrase}"
     except ValueError:
         return f"{code} Unknown"
-
-
-def _request_base(environ: dict) -> str:
-    scheme = environ.get("wsgi.url_scheme", "http")
-    host = environ.get("HTTP_HOST") or \
-        f"{environ.get('SERVER_NAME', 'localhost')}:{environ.get('SERVER_PORT', '80')}"
-    return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '')}"
 
 
 def make_app(config: GatewayConfig | str | os.PathLike, **kw: Any) -> Relay:

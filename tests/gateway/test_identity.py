@@ -212,3 +212,14 @@ def test_the_token_exchange_grant_with_a_static_subject_token(peers):
         auth.close()
     claims = jwt.decode(token, options={"verify_signature": False})
     assert (claims["sub"], claims["aud"]) == ("carol", x.url)
+
+
+def test_the_client_is_told_which_token_failed_and_never_why_beyond_the_code():
+    from raider_sync.errors import AuthError
+    from raider_sync.gateway.identity import failure_message
+
+    assert failure_message(False, AuthError("boom", step="token")) == \
+        "the gateway could not get a token for the MCP server"
+    refused = AuthError("secret detail", step="token", error="invalid_grant")
+    message = failure_message(True, refused)
+    assert message.endswith("failed (invalid_grant)") and "secret detail" not in message

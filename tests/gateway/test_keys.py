@@ -12,6 +12,7 @@ import requests
 from raider_sync.errors import ConfigError
 from raider_sync.gateway import protocol
 from raider_sync.gateway.config import GatewayConfig
+from raider_sync.gateway.keys import authenticate
 from raider_sync.gateway.relay import Relay
 from raider_sync.gateway.serving import Serving
 
@@ -125,3 +126,18 @@ def test_usage_events_are_json_lines_on_a_logger(make_gateway, upstream, caplog)
     (b"[" * 100000, (None, None))])
 def test_rpc_call_reads_the_method_and_tool_and_never_raises(body, expected):
     assert protocol.rpc_call(body) == expected
+
+
+def test_authenticate_finds_the_presented_key_by_bearer_or_x_api_key():
+    digests = [("alice", hashlib.sha256(ALICE.encode()).digest(), frozenset({"a"})),
+               ("bob", hashlib.sha256(BOB.encode()).digest(), frozenset({"b"}))]
+    assert authenticate({"HTTP_AUTHORIZATION": f"Bearer {ALICE}"}, digests) \
+        == ("alice", frozenset({"a"}), ALICE)
+    assert authenticate({"HTTP_AUTHORIZATION": f"bearer  {BOB} "}, digests)[0] == "bob"
+    assert authenticate({"HTTP_X_API_KEY": BOB}, digests)[0] == "bob"
+    # a Basic header is no key; X-Api-Key is looked at then
+    assert authenticate({"HTTP_AUTHORIZATION": f"Basic {ALICE}"}, digests) is None
+    assert authenticate({"HTTP_AUTHORIZATION": "Basic x", "HTTP_X_API_KEY": ALICE},
+                        digests)[0] == "alice"
+    assert authenticate({"HTTP_X_API_KEY": "not-a-key"}, digests) is None
+    assert authenticate({}, digests) is None

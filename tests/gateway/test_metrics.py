@@ -161,6 +161,18 @@ def test_the_metrics_token_is_checked_when_the_config_loads():
     assert config.metrics_token_digest() == hashlib.sha256(TOKEN.encode()).digest()
 
 
+def test_a_relay_has_metrics_only_with_a_metrics_token():
+    servers = [{"name": "fake", "url": "http://127.0.0.1:9/mcp"}]
+    keys = [{"id": "alice", "env": "ALICE", "servers": ["fake"]}]
+    plain = GatewayConfig.from_dict({"servers": servers, "keys": keys}, env={"ALICE": ALICE})
+    assert Metrics.of(plain) is None
+    counted = GatewayConfig.from_dict({"servers": servers, "keys": keys,
+                                       "metrics": {"env": "METRICS", "tools_per_server": 3}},
+                                      env={"ALICE": ALICE, "METRICS": TOKEN})
+    metrics = Metrics.of(counted)
+    assert metrics is not None and metrics._tools_cap == 3
+
+
 def test_tool_labels_are_capped_per_server_and_come_only_from_listed_tools():
     metrics = Metrics(hashlib.sha256(TOKEN.encode()).digest(), tools_per_server=3)
     listing = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": f"t{i}"} for i in range(5)]

@@ -348,3 +348,19 @@ def test_listing_entry_takes_the_config_model_and_a_base_with_a_path():
     ("", False), (None, False)])
 def test_is_event_stream_by_media_type(content_type, stream):
     assert protocol.is_event_stream(content_type) is stream
+
+
+def test_client_headers_are_those_the_relay_may_pass_on():
+    environ = {"HTTP_ACCEPT": "application/json", "HTTP_MCP_SESSION_ID": "s-1",
+               "HTTP_LAST_EVENT_ID": "7", "HTTP_AUTHORIZATION": "Bearer k", "HTTP_COOKIE": "c=1",
+               "CONTENT_TYPE": "application/json", "PATH_INFO": "/mcp/x"}
+    assert sorted(protocol.client_headers(environ)) == [
+        ("Accept", "application/json"), ("Content-Type", "application/json"),
+        ("Last-Event-Id", "7"), ("Mcp-Session-Id", "s-1")]
+
+
+def test_the_request_base_is_the_gateways_url_as_the_client_reached_it():
+    assert protocol.request_base({"wsgi.url_scheme": "https", "HTTP_HOST": "gw.example",
+                                  "SCRIPT_NAME": "/llm"}) == "https://gw.example/llm"
+    assert protocol.request_base({"SERVER_NAME": "10.0.0.1", "SERVER_PORT": "8080"}) \
+        == "http://10.0.0.1:8080"
