@@ -1,5 +1,6 @@
-"""The relay's HTTP client for the upstream MCP servers: the standard library's ``http.client``
-connections, kept alive and pooled per origin.
+"""The relay's HTTP client for the upstream MCP servers: keep-alive connections pooled per
+origin, the answers read by httptools' C parser (:mod:`~raider_sync.gateway.upstream_wire`) or,
+without httptools, by the standard library's ``http.client``.
 
     upstream = Upstream(pool_size=16)
     answer = upstream.send("POST", url, headers, body, connect=10, read=300)
@@ -10,25 +11,33 @@ connections, kept alive and pooled per origin.
 
 A relay needs little of an HTTP client -- no cookies, redirects, proxies, retries, ``.netrc`` or
 content decoding -- and every request it makes pays for what the client does besides sending and
-reading; ``http.client`` alone does the HTTP/1.1 and costs about half of what a request through
-``requests`` costs. urllib3's own pool (``PoolManager``, installed with ``requests``) given the
-same rules below costs 1.5x to 1.9x the CPU per request of this one (1.45x to 1.65x even when
-called on the origin's pool directly) and makes 1.7x to 1.8x the Python function calls -- its
-checks on each header, three ``Timeout`` objects and a ``Retry`` per request, the answer's
-headers copied into its own dict, an error catcher around each read -- so the pool stays ours
-(``python -m bench upstream``; docs/benchmarks.md). What is here is the pool: an idle connection
-is reused only after its previous answer was read to its end, and only when the upstream has not
-closed it meanwhile (checked without blocking before each use); at most ``pool_size`` idle
-connections are kept per origin, the others are closed when their answer is. Bodies are never
-decoded: a compressed answer is read as it came. A request body of up to ``JOIN_LIMIT`` bytes
-goes out in one ``send()`` with the head, where ``http.client`` alone sends them apart. HTTPS
+reading. ``http.client`` alone costs about half of what a request through ``requests`` costs,
+but parses each answer's head through the ``email`` package: about 460 Python function calls
+per exchange, and a third of the relay's CPU. httptools (the ``gateway`` extra) parses in C
+(llhttp) what one ``recv()`` returned and calls back once per header: about 90 calls and a
+quarter to a third of the CPU (and of the instructions) per exchange, which takes about 28% off
+the instructions the whole relay executes per call. urllib3's own pool (``PoolManager``,
+installed with ``requests``) given the same rules below costs 1.5x to 1.9x the CPU of the
+``http.client`` path -- its checks on each header, three ``Timeout`` objects and a ``Retry``
+per request, the answer's headers copied into its own dict, an error catcher around each read
+-- so the pool stays ours (``python -m bench upstream``; docs/benchmarks.md).
+
+What is here is the pool: an idle connection is reused only after its previous answer was read
+to its end, and only when the upstream has not closed it meanwhile (checked without blocking
+before each use); at most ``pool_size`` idle connections are kept per origin, the others are
+closed when their answer is. Bodies are never decoded: a compressed answer is read as it came.
+A request body of up to ``JOIN_LIMIT`` bytes goes out in one ``send()`` with the head. HTTPS
 verifies the upstream's certificate and host name against the same CA bundle ``requests`` uses.
+The parser is chosen once per pool (``parser=``; :data:`PARSER` by default). The C parser is
+the stricter: a head it cannot read one way only (both Content-Length and Transfer-Encoding,
+two Content-Lengths, a folded header, lines ended by LF alone) is a malformed answer, where
+``http.client`` would guess.
 
 ``send`` blocks for at most ``connect`` seconds to connect and ``read`` seconds for the answer's
 headers; each read of the body waits at most ``read`` seconds. Errors: ``OSError`` (refused,
 reset, timed out: ``TimeoutError``), :class:`http.client.HTTPException` for a malformed answer,
-:class:`http.client.IncompleteRead` when a body ends before its length or its last chunk.
-Thread-safe.
+:class:`http.client.IncompleteRead` when a body ends before its length or its last chunk,
+``ValueError`` for a header, method or target that would split the request. Thread-safe.
 """
 from __future__ import annotations
 

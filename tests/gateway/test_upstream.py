@@ -398,3 +398,16 @@ def test_a_head_too_large_or_with_too_many_headers_is_refused(wire, monkeypatch)
     monkeypatch.setattr(upstream_wire, "RECEIVE", 500)
     with pytest.raises(http.client.HTTPException, match="over 1000 bytes"):
         answer(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 5000)
+
+
+@pytest.mark.parametrize("head", [
+    b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n",  # which one frames the body?
+    b"Content-Length: 2\r\nContent-Length: 3\r\n",
+    b"Content-Length: 2\r\n folded\r\n",
+])
+def test_an_ambiguous_head_is_malformed_rather_than_guessed_at(wire, head):
+    # http.client lets these through; on a pooled connection a guess could leave the next
+    # answer's start in this one's body, or this one's end in the next
+    _, answer, _ = wire
+    with pytest.raises(http.client.HTTPException, match="malformed answer"):
+        answer(b"HTTP/1.1 200 OK\r\n" + head + b"\r\n{}")
