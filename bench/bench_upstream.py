@@ -18,7 +18,8 @@ Clients: ``http.client pool`` (``Upstream(parser="http.client")``, the pool with
 PoolManager`` (``urlopen`` per request) and ``urllib3, pool per origin`` (the origin's
 ``HTTPConnectionPool`` looked up once: urllib3 at its cheapest). All send the same headers, with
 no retries, redirects or decoding. ``--profile``: where each client's CPU goes in a JSON
-exchange (cProfile's top functions by own time, and by module).
+exchange (cProfile's top functions by own time, and by module), and, where valgrind is
+installed, the instructions each executes per exchange (callgrind).
 """
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ import itertools
 import json
 import os
 import pstats
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -53,6 +57,7 @@ CALL = (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", '
         b'"params": {"name": "echo", "arguments": {"message": "hello"}}}')
 _ids = itertools.count(1)
 PROFILED = 500  # JSON exchanges under cProfile for --profile
+CALLGRIND_FEW, CALLGRIND_MANY = 20, 220  # JSON exchanges of the two runs under valgrind
 CLIENTS: dict[str, Callable[[], object]] = {
     "http.client pool": lambda: Upstream(THREADS, parser="http.client"),
     "httptools pool": lambda: Upstream(THREADS, parser="httptools"),
@@ -202,6 +207,42 @@ def profile(url: str) -> None:
             sorted(modules.items(), key=lambda item: -item[1])[:6]))
 
 
+def instructions(url: str) -> None:
+    """Print the instructions each client executes per JSON exchange, counted by callgrind
+    (valgrind): a figure the machine's load cannot move. Each client runs in a child under
+    valgrind twice, for CALLGRIND_FEW and CALLGRIND_MANY exchanges; the difference, divided,
+    leaves out the start-up. User-space instructions only: the system calls (about the same
+    for every client) are not counted."""
+    counts: dict[str, float] = {}
+    for name in CLIENTS:
+        collected = []
+        for calls in (CALLGRIND_FEW, CALLGRIND_MANY):
+            done = subprocess.run(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                 "-m", "bench.bench_upstream", "child", url, name, str(calls)],
+                capture_output=True, text=True, timeout=600, cwd=common.ROOT, check=True)
+            found = re.search(r"Collected : (\d+)", done.stderr)
+            if found is None:
+                raise RuntimeError(f"callgrind printed no count: {done.stderr[-500:]}")
+            collected.append(int(found.group(1)))
+        counts[name] = (collected[1] - collected[0]) / (CALLGRIND_MANY - CALLGRIND_FEW)
+    base = counts["http.client pool"]
+    print("\n  instructions per JSON exchange (callgrind, user space):")
+    for name, count in counts.items():
+        print(f"    {name:26} {count:10,.0f}   {count / base:5.2f}x")
+
+
+def child(url: str, name: str, calls: int) -> None:
+    """``calls`` JSON exchanges through client ``name`` (run under valgrind)."""
+    headers = session(url)
+    pool = CLIENTS[name]()
+    try:
+        for _ in range(calls):
+            call(pool, url, headers)
+    finally:
+        pool.close()  # type: ignore[attr-defined]
+
+
 def _module(path: str, func: str) -> str:
     """A short name for where a profiled function lives."""
     if path == "~":  # a builtin: {method 'recv' of '_socket.socket' objects}
@@ -239,6 +280,8 @@ def main() -> None:
             report(mode, measure(mode, f"http://127.0.0.1:{port}/mcp", rounds), rounds)
             if common.PROFILE and mode == "JSON":
                 profile(f"http://127.0.0.1:{port}/mcp")
+                if shutil.which("valgrind"):
+                    instructions(f"http://127.0.0.1:{port}/mcp")
         finally:
             stop_process(server)
     print(f"  measured in {time.monotonic() - started:.1f} s (load average "
@@ -246,6 +289,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        sys.exit(0)
     if "--quick" in sys.argv[1:]:
         common.QUICK = True
     if "--profile" in sys.argv[1:]:
