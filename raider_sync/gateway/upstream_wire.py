@@ -149,7 +149,7 @@ class Answer:
         self._broken = False  # the parser refused the body after what _parts holds
         self._keep = False  # the upstream keeps the connection open after it
         self._complete = False  # the caller read it to its end
-        self._parser = httptools.HttpResponseParser(self)
+        self._parser: Optional[httptools.HttpResponseParser] = httptools.HttpResponseParser(self)
         seen = 0
         while not self._headed:
             if seen > MAX_HEAD:
@@ -169,7 +169,9 @@ class Answer:
         self._fields.append((name.decode("latin-1"), value.decode("latin-1")))
 
     def on_headers_complete(self) -> None:
-        status = self._parser.get_status_code()
+        parser = self._parser
+        assert parser is not None  # it is calling
+        status = parser.get_status_code()
         if 100 <= status < 200 and status != 101:  # 100 Continue and the like: the answer follows
             self._interim = True
             self._fields.clear()
@@ -206,13 +208,18 @@ class Answer:
         if self._interim:
             self._interim = False
             return
+        parser = self._parser
+        assert parser is not None  # it is calling
         self._done = True
-        self._keep = self._parser.should_keep_alive()
+        self._keep = parser.should_keep_alive()
 
     # -- reading --------------------------------------------------------------------------
 
     def _receive(self, size: int) -> int:
         """Feed one recv() of at most ``size`` bytes to the parser; how many came."""
+        parser = self._parser
+        if parser is None:
+            raise ValueError("the answer is closed")
         if self._broken:
             raise http.client.IncompleteRead(b"")  # as http.client says of broken chunking
         data = self._sock.recv(size)
@@ -220,7 +227,7 @@ class Answer:
             self._ended()
             return 0
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserError as exc:
             if self._done:
                 self._keep = False  # bytes past the answer's end: the connection is not reused
@@ -297,5 +304,8 @@ class Answer:
         """Give the connection back (``release``) or close it. May be called twice."""
         release, self._release = self._release, None
         if release is not None:
+            # the parser holds this answer's callbacks: without it, the answer is freed when
+            # the caller lets go of it, not at the cyclic collector's next pass
+            self._parser = None
             release(self._complete and self._keep)
 
