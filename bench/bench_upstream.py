@@ -1,8 +1,9 @@
-"""The gateway's upstream pool: ``raider_sync.gateway.upstream`` (``http.client`` connections in a
-pool of its own) against the same interface built on ``urllib3.PoolManager``
-(:mod:`bench.upstream_urllib3`), sending what the relay sends to a real MCP server.
+"""The gateway's upstream pool: ``raider_sync.gateway.upstream`` (connections in a pool of its
+own, the answers read by httptools' C parser, or by ``http.client`` without it) against the same
+interface built on ``urllib3.PoolManager`` (:mod:`bench.upstream_urllib3`), sending what the relay
+sends to a real MCP server.
 
-    python -m bench.bench_upstream [--quick]
+    python -m bench.bench_upstream [--quick] [--profile]
 
 The official SDK's server under uvicorn (``tests/peers/sdk_server.py streamable-http``), once
 answering ``tools/call`` with a JSON body and once with an event stream (read as the relay reads
@@ -12,9 +13,13 @@ the CPU this process spends per call in each (``time.process_time`` around the l
 client's own cost, which the server's does not blur). Rounds interleaved, each starting one
 client further along; every figure is the median over the rounds.
 
-Clients: ``http.client pool`` (today's ``Upstream``), ``urllib3 PoolManager`` (``urlopen`` per
-request) and ``urllib3, pool per origin`` (the origin's ``HTTPConnectionPool`` looked up once:
-urllib3 at its cheapest). All send the same headers, with no retries, redirects or decoding.
+Clients: ``http.client pool`` (``Upstream(parser="http.client")``, the pool without httptools),
+``httptools pool`` (``Upstream(parser="httptools")``, the gateway extra's default), ``urllib3
+PoolManager`` (``urlopen`` per request) and ``urllib3, pool per origin`` (the origin's
+``HTTPConnectionPool`` looked up once: urllib3 at its cheapest). All send the same headers, with
+no retries, redirects or decoding. ``--profile``: where each client's CPU goes in a JSON
+exchange (cProfile's top functions by own time, and by module), and, where valgrind is
+installed, the instructions each executes per exchange (callgrind).
 """
 from __future__ import annotations
 
@@ -23,13 +28,16 @@ import itertools
 import json
 import os
 import pstats
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 
-from raider_sync.gateway.upstream import Upstream
+from raider_sync.gateway.upstream import Upstream, upstream_wire
 
 from . import common
 from .common import SDK_SERVER, free_port, ms, start_listening, stop_process, table
@@ -48,11 +56,16 @@ TIMEOUTS = {"connect": 10.0, "read": 30.0}
 CALL = (b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", '
         b'"params": {"name": "echo", "arguments": {"message": "hello"}}}')
 _ids = itertools.count(1)
+PROFILED = 500  # JSON exchanges under cProfile for --profile
+CALLGRIND_FEW, CALLGRIND_MANY = 20, 220  # JSON exchanges of the two runs under valgrind
 CLIENTS: dict[str, Callable[[], object]] = {
-    "http.client pool": lambda: Upstream(THREADS),
+    "http.client pool": lambda: Upstream(THREADS, parser="http.client"),
+    "httptools pool": lambda: Upstream(THREADS, parser="httptools"),
     "urllib3 PoolManager": lambda: Urllib3Upstream(THREADS),
     "urllib3, pool per origin": lambda: Urllib3Upstream(THREADS, reuse_pool=True),
 }
+if upstream_wire is None:  # httptools not installed: the pool reads with http.client alone
+    del CLIENTS["httptools pool"]
 
 
 def exchange(pool, url: str, headers: dict[str, str], body: bytes | None) -> tuple[int, dict, bytes]:
@@ -162,6 +175,87 @@ def measure(mode: str, url: str, rounds: int) -> dict[str, tuple[float, ...]]:
     return common.rotated(ways, rounds)
 
 
+def profile(url: str) -> None:
+    """Print where each client's CPU goes over PROFILED JSON exchanges: the functions with
+    the most own CPU time, and the CPU per module (cProfile's own times, so a module's share
+    is its code's, not its callees'; profiling inflates the many small calls)."""
+    headers = session(url)
+    for name, make in CLIENTS.items():
+        pool = make()
+        try:
+            for _ in range(WARMUP):
+                call(pool, url, headers)
+            # timed by CPU: a recv() waiting for the server is not this client's cost
+            profiler = cProfile.Profile(time.process_time)
+            profiler.runcall(lambda pool=pool: [call(pool, url, headers) for _ in range(PROFILED)])
+        finally:
+            pool.close()
+        stats = pstats.Stats(profiler)
+        rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])  # type: ignore[attr-defined]
+        total = sum(row[1][2] for row in rows)
+        print(f"\n  {name}: {stats.total_calls / PROFILED:.0f} Python calls and "
+              f"{total / PROFILED * 1e6:.0f} us of profiled CPU per exchange; top by own CPU:")
+        for (path, line, func), (_, calls, own, _, _) in rows[:8]:
+            print(f"    {own / total:6.1%}  {calls / PROFILED:6.1f}/exchange  "
+                  f"{os.path.basename(path)}:{line}({func})")
+        modules: dict[str, float] = {}
+        for (path, _, func), (_, _, own, _, _) in rows:
+            key = _module(path, func)
+            modules[key] = modules.get(key, 0.0) + own
+        print("    by module: " + ", ".join(
+            f"{key} {own / total:.0%}" for key, own in
+            sorted(modules.items(), key=lambda item: -item[1])[:6]))
+
+
+def instructions(url: str) -> None:
+    """Print the instructions each client executes per JSON exchange, counted by callgrind
+    (valgrind): a figure the machine's load cannot move. Each client runs in a child under
+    valgrind twice, for CALLGRIND_FEW and CALLGRIND_MANY exchanges; the difference, divided,
+    leaves out the start-up. User-space instructions only: the system calls (about the same
+    for every client) are not counted."""
+    counts: dict[str, float] = {}
+    for name in CLIENTS:
+        collected = []
+        for calls in (CALLGRIND_FEW, CALLGRIND_MANY):
+            done = subprocess.run(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                 "-m", "bench.bench_upstream", "child", url, name, str(calls)],
+                capture_output=True, text=True, timeout=600, cwd=common.ROOT, check=True)
+            found = re.search(r"Collected : (\d+)", done.stderr)
+            if found is None:
+                raise RuntimeError(f"callgrind printed no count: {done.stderr[-500:]}")
+            collected.append(int(found.group(1)))
+        counts[name] = (collected[1] - collected[0]) / (CALLGRIND_MANY - CALLGRIND_FEW)
+    base = counts["http.client pool"]
+    print("\n  instructions per JSON exchange (callgrind, user space):")
+    for name, count in counts.items():
+        print(f"    {name:26} {count:10,.0f}   {count / base:5.2f}x")
+
+
+def child(url: str, name: str, calls: int) -> None:
+    """``calls`` JSON exchanges through client ``name`` (run under valgrind)."""
+    headers = session(url)
+    pool = CLIENTS[name]()
+    try:
+        for _ in range(calls):
+            call(pool, url, headers)
+    finally:
+        pool.close()  # type: ignore[attr-defined]
+
+
+def _module(path: str, func: str) -> str:
+    """A short name for where a profiled function lives."""
+    if path == "~":  # a builtin: {method 'recv' of '_socket.socket' objects}
+        return "socket I/O" if any(word in func for word in ("recv", "send", "poll")) \
+            else "builtins"
+    parts = path.replace(os.sep, "/").split("/")
+    for anchor in ("raider_sync", "urllib3", "http", "email", "bench"):
+        if anchor in parts:
+            index = parts.index(anchor)
+            return "/".join(parts[index:index + 2]).removesuffix(".py")
+    return parts[-1].removesuffix(".py")
+
+
 def report(mode: str, figures: dict[str, tuple[float, ...]], rounds: int) -> None:
     base = figures["http.client pool"]
     rows = [("client", "p50, 1 caller", "p90", "CPU/call", f"calls/s, {THREADS} threads",
@@ -184,6 +278,10 @@ def main() -> None:
                                   *flags], port)
         try:
             report(mode, measure(mode, f"http://127.0.0.1:{port}/mcp", rounds), rounds)
+            if common.PROFILE and mode == "JSON":
+                profile(f"http://127.0.0.1:{port}/mcp")
+                if shutil.which("valgrind"):
+                    instructions(f"http://127.0.0.1:{port}/mcp")
         finally:
             stop_process(server)
     print(f"  measured in {time.monotonic() - started:.1f} s (load average "
@@ -191,6 +289,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        sys.exit(0)
     if "--quick" in sys.argv[1:]:
         common.QUICK = True
+    if "--profile" in sys.argv[1:]:
+        common.PROFILE = True
     main()

@@ -1,5 +1,6 @@
-"""The relay's HTTP client for the upstream MCP servers: the standard library's ``http.client``
-connections, kept alive and pooled per origin.
+"""The relay's HTTP client for the upstream MCP servers: keep-alive connections pooled per
+origin, the answers read by httptools' C parser (:mod:`~raider_sync.gateway.upstream_wire`) or,
+without httptools, by the standard library's ``http.client``.
 
     upstream = Upstream(pool_size=16)
     answer = upstream.send("POST", url, headers, body, connect=10, read=300)
@@ -10,25 +11,33 @@ connections, kept alive and pooled per origin.
 
 A relay needs little of an HTTP client -- no cookies, redirects, proxies, retries, ``.netrc`` or
 content decoding -- and every request it makes pays for what the client does besides sending and
-reading; ``http.client`` alone does the HTTP/1.1 and costs about half of what a request through
-``requests`` costs. urllib3's own pool (``PoolManager``, installed with ``requests``) given the
-same rules below costs 1.5x to 1.9x the CPU per request of this one (1.45x to 1.65x even when
-called on the origin's pool directly) and makes 1.7x to 1.8x the Python function calls -- its
-checks on each header, three ``Timeout`` objects and a ``Retry`` per request, the answer's
-headers copied into its own dict, an error catcher around each read -- so the pool stays ours
-(``python -m bench upstream``; docs/benchmarks.md). What is here is the pool: an idle connection
-is reused only after its previous answer was read to its end, and only when the upstream has not
-closed it meanwhile (checked without blocking before each use); at most ``pool_size`` idle
-connections are kept per origin, the others are closed when their answer is. Bodies are never
-decoded: a compressed answer is read as it came. A request body of up to ``JOIN_LIMIT`` bytes
-goes out in one ``send()`` with the head, where ``http.client`` alone sends them apart. HTTPS
+reading. ``http.client`` alone costs about half of what a request through ``requests`` costs,
+but parses each answer's head through the ``email`` package: about 460 Python function calls
+per exchange, and a third of the relay's CPU. httptools (the ``gateway`` extra) parses in C
+(llhttp) what one ``recv()`` returned and calls back once per header: about 90 calls and a
+quarter to a third of the CPU (and of the instructions) per exchange, which takes about 28% off
+the instructions the whole relay executes per call. urllib3's own pool (``PoolManager``,
+installed with ``requests``) given the same rules below costs 1.5x to 1.9x the CPU of the
+``http.client`` path -- its checks on each header, three ``Timeout`` objects and a ``Retry``
+per request, the answer's headers copied into its own dict, an error catcher around each read
+-- so the pool stays ours (``python -m bench upstream``; docs/benchmarks.md).
+
+What is here is the pool: an idle connection is reused only after its previous answer was read
+to its end, and only when the upstream has not closed it meanwhile (checked without blocking
+before each use); at most ``pool_size`` idle connections are kept per origin, the others are
+closed when their answer is. Bodies are never decoded: a compressed answer is read as it came.
+A request body of up to ``JOIN_LIMIT`` bytes goes out in one ``send()`` with the head. HTTPS
 verifies the upstream's certificate and host name against the same CA bundle ``requests`` uses.
+The parser is chosen once per pool (``parser=``; :data:`PARSER` by default). The C parser is
+the stricter: a head it cannot read one way only (both Content-Length and Transfer-Encoding,
+two Content-Lengths, a folded header, lines ended by LF alone) is a malformed answer, where
+``http.client`` would guess.
 
 ``send`` blocks for at most ``connect`` seconds to connect and ``read`` seconds for the answer's
 headers; each read of the body waits at most ``read`` seconds. Errors: ``OSError`` (refused,
 reset, timed out: ``TimeoutError``), :class:`http.client.HTTPException` for a malformed answer,
-:class:`http.client.IncompleteRead` when a body ends before its length or its last chunk.
-Thread-safe.
+:class:`http.client.IncompleteRead` when a body ends before its length or its last chunk,
+``ValueError`` for a header, method or target that would split the request. Thread-safe.
 """
 from __future__ import annotations
 
@@ -38,11 +47,18 @@ import select
 import socket
 import ssl
 import threading
-from typing import Iterator, Optional, Union
+from typing import Iterator, Optional, Protocol, Union, cast
 from urllib.parse import urlsplit
+
+try:
+    from . import upstream_wire
+except ImportError:  # httptools is not installed: http.client reads the answers
+    upstream_wire = None  # type: ignore[assignment]
 
 Origin = tuple[str, str, int]
 JOIN_LIMIT = 64 * 1024  # a larger body is sent after the head rather than copied to it
+PARSERS = ("httptools", "http.client")
+PARSER = "http.client" if upstream_wire is None else "httptools"  # what Upstream() reads with
 
 
 class _Joined:
@@ -71,6 +87,7 @@ class _HTTPS(_Joined, http.client.HTTPSConnection):
 
 
 _Connection = Union[_HTTP, _HTTPS]  # every pooled connection holds its head for the body
+_Pooled = Union[_Connection, "upstream_wire.Connection"]  # a pool holds one kind
 
 
 @functools.lru_cache(maxsize=1024)
@@ -96,9 +113,35 @@ def _dropped(sock: Optional[socket.socket]) -> bool:
         return True
 
 
-class Answer:
+class Answer(Protocol):
     """An upstream's answer: ``status``, ``headers`` (``(name, value)`` pairs as sent),
-    ``content_type`` and ``length`` (the Content-Length, ``None`` when chunked or unknown)."""
+    ``content_type`` and ``length`` (the Content-Length, ``None`` when chunked or unknown).
+    Read by ``http.client`` or by httptools' parser (:mod:`~raider_sync.gateway.upstream_wire`),
+    the same either way."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    content_type: Optional[str]
+    length: Optional[int]
+
+    def read(self, limit: Optional[int] = None) -> bytes:
+        """The whole body; raises IncompleteRead (or OSError) when it ends early, and
+        ValueError when it is longer than ``limit`` bytes (None: no limit)."""
+
+    def chunks(self, size: int) -> Iterator[bytes]:
+        """The body as it arrives, each piece at most ``size`` bytes and one read of the
+        socket; raises IncompleteRead (or OSError) when it ends early."""
+
+    def shutdown(self) -> None:
+        """Shut the connection's socket from another thread, so a blocked read returns."""
+
+    def close(self) -> None:
+        """Give the connection back to the pool when the answer was read to its end and the
+        upstream keeps it open, else close it. May be called twice."""
+
+
+class _ClientAnswer:
+    """An :class:`Answer` read by ``http.client`` (without httptools)."""
 
     def __init__(self, upstream: "Upstream", origin: Origin, conn: _Connection,
                  sock: socket.socket, response: http.client.HTTPResponse):
@@ -154,11 +197,20 @@ class Answer:
 
 
 class Upstream:
-    """Pooled keep-alive connections to the upstream servers (see the module's docstring)."""
+    """Pooled keep-alive connections to the upstream servers (see the module's docstring).
+    ``parser``: what reads the answers, ``"httptools"`` or ``"http.client"`` (None:
+    :data:`PARSER`, httptools when it is installed); ValueError names one that is not."""
 
-    def __init__(self, pool_size: int = 16):
+    def __init__(self, pool_size: int = 16, parser: Optional[str] = None):
+        parser = parser or PARSER
+        if parser not in PARSERS:
+            raise ValueError(f"parser must be one of {', '.join(PARSERS)}, not {parser!r}")
+        if parser == "httptools" and upstream_wire is None:
+            raise ValueError("parser 'httptools' needs httptools installed (the gateway extra)")
+        self.parser = parser
+        self._wire = parser == "httptools"
         self.pool_size = max(1, pool_size)
-        self._idle: dict[Origin, list[_Connection]] = {}
+        self._idle: dict[Origin, list[_Pooled]] = {}
         self._lock = threading.Lock()
         self._tls: Optional[ssl.SSLContext] = None
         self._closed = False
@@ -167,8 +219,10 @@ class Upstream:
              connect: float, read: float) -> Answer:
         """Send one request on an idle pooled connection or a new one and read the answer's
         headers; the caller reads the body and closes the :class:`Answer`."""
+        if self._wire:
+            return self._send_wire(method, url, headers, body, connect, read)
         origin, target = _target(url)
-        conn = self._take(origin)
+        conn = cast(Optional[_Connection], self._take(origin))  # the kind this pool holds
         try:
             if conn is None:
                 conn = self._connection(origin, connect)
@@ -183,7 +237,33 @@ class Upstream:
             if conn is not None:
                 conn.close()
             raise
-        return Answer(self, origin, conn, sock, response)
+        return _ClientAnswer(self, origin, conn, sock, response)
+
+    def _send_wire(self, method: str, url: str, headers: dict[str, str], body: Optional[bytes],
+                   connect: float, read: float) -> Answer:
+        """:meth:`send` on a raw socket, the answer read by httptools."""
+        origin, target = _target(url)
+        conn = cast(Optional[upstream_wire.Connection], self._take(origin))
+        try:
+            if conn is None:
+                conn = upstream_wire.Connection(
+                    origin, connect, self._context() if origin[0] == "https" else None)
+            sock = cast(socket.socket, conn.sock)  # open: taken from the pool or just made
+            if sock.gettimeout() != read:  # a pooled connection mostly has it already
+                sock.settimeout(read)
+            head = upstream_wire.request_head(method, target, conn.host, headers, body)
+            if body and len(body) <= JOIN_LIMIT:  # one segment for the upstream to wake up to
+                sock.sendall(head + body)
+            else:
+                sock.sendall(head)
+                if body:
+                    sock.sendall(body)
+            return upstream_wire.Answer(sock, functools.partial(self._release, origin, conn),
+                                        method == "HEAD")
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
 
     def _connection(self, origin: Origin, timeout: float) -> _Connection:
         scheme, host, port = origin
@@ -198,7 +278,7 @@ class Upstream:
             self._tls = ssl.create_default_context(cafile=DEFAULT_CA_BUNDLE_PATH)
         return self._tls
 
-    def _take(self, origin: Origin) -> Optional[_Connection]:
+    def _take(self, origin: Origin) -> Optional[_Pooled]:
         while True:
             with self._lock:
                 idle = self._idle.get(origin)
@@ -209,7 +289,7 @@ class Upstream:
                 return conn
             conn.close()
 
-    def _release(self, origin: Origin, conn: _Connection, reusable: bool) -> None:
+    def _release(self, origin: Origin, conn: _Pooled, reusable: bool) -> None:
         if reusable and conn.sock is not None:
             with self._lock:
                 idle = self._idle.setdefault(origin, [])

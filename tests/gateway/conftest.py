@@ -1,10 +1,12 @@
-"""Gateway fixtures: ``make_gateway`` (relays on port 0), ``upstream`` (a fake upstream), the
-real peers over Streamable HTTP (``everything_http``, ``sdk_http``) and a real Express app
+"""Gateway fixtures: ``make_gateway`` (relays on port 0), ``upstream`` (a fake upstream),
+``parser`` (each way the relay can read upstream answers, made the default), the real peers
+over Streamable HTTP (``everything_http``, ``sdk_http``) and a real Express app
 (``express_query``), started once per worker."""
 from __future__ import annotations
 
 import pytest
 
+from raider_sync.gateway import upstream as upstream_pool
 from raider_sync.gateway.config import GatewayConfig
 
 from gateway.support import (
@@ -40,6 +42,16 @@ def make_gateway():
     yield make
     for gateway in made:
         gateway.stop()
+
+
+@pytest.fixture(params=upstream_pool.PARSERS)
+def parser(request, monkeypatch):
+    """Each parser the upstream pool can read answers with, made the one ``Upstream()`` (and
+    so every relay made in the test) uses; httptools' is skipped where it is not installed."""
+    if request.param == "httptools":
+        pytest.importorskip("httptools")
+    monkeypatch.setattr(upstream_pool, "PARSER", request.param)
+    return request.param
 
 
 @pytest.fixture

@@ -241,6 +241,33 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+    def _mode_close_delimited(self, seen):
+        # no Content-Length and no chunking: the body ends when the connection does
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"until": ')
+        self.wfile.flush()
+        self.wfile.write(b'"the close"}')
+        self.close_connection = True
+
+    def _mode_malformed(self, seen):
+        # a status line no HTTP/1.1 server sends
+        self.wfile.write(b"HTTP/1.1 two hundred OK\r\nContent-Length: 2\r\n\r\n{}")
+        self.close_connection = True
+
+    def _mode_malformed_chunks(self, seen):
+        # a chunk size that is not hexadecimal, after a good first chunk
+        self._start_chunked("application/json")
+        self._chunk(b'{"part": 1,')
+        self.wfile.write(b"zz\r\nnot a chunk\r\n0\r\n\r\n")
+        self.close_connection = True
+
+    def _mode_surplus(self, seen):
+        # an answer, then bytes nobody asked for on the same connection
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+                         b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nunasked")
+
     def _mode_slow(self, seen):
         self.server.gate.wait(GATE_TIMEOUT)  # released by the test, after the relay gave up
         self.close_connection = True
@@ -511,9 +538,21 @@ def running_upstream():
         thread.join(10)
 
 
-def count_sends(monkeypatch) -> list[bytes]:
-    """Every chunk http.client sends from now on (for the test's length), in order."""
+def count_sends(monkeypatch, port: int | None = None) -> list[bytes]:
+    """Every chunk http.client sends from now on (for the test's length), in order; with
+    ``port``, every ``sendall()`` of a socket connected to that port instead (whatever
+    client sends them)."""
     sent: list[bytes] = []
+    if port is not None:
+        original_sendall = socket.socket.sendall
+
+        def counted_sendall(sock, data, *args):
+            if sock.getpeername()[1] == port:
+                sent.append(bytes(data))
+            return original_sendall(sock, data, *args)
+
+        monkeypatch.setattr(socket.socket, "sendall", counted_sendall)
+        return sent
     original = http.client.HTTPConnection.send
 
     def counted(conn, data):

@@ -88,7 +88,7 @@ def test_a_fixed_query_parameter_cannot_be_steered_past_a_real_express(make_gate
 
 # -- compression bombs ---------------------------------------------------------------------
 
-def test_a_compressed_answer_passes_through_unopened(make_gateway, upstream):
+def test_a_compressed_answer_passes_through_unopened(make_gateway, upstream, parser):
     gw = make_gateway([fake(upstream)])
     status, headers, body = gw.raw("POST", "/mcp/fake/gzip-bomb", headers=AUTH, body=b"{}")
     assert status == 200
@@ -97,7 +97,7 @@ def test_a_compressed_answer_passes_through_unopened(make_gateway, upstream):
     assert gw.wait_events(1)[0]["response_bytes"] == len(GZIP_BOMB)
 
 
-def test_a_compressed_streamed_answer_keeps_its_encoding(make_gateway, upstream):
+def test_a_compressed_streamed_answer_keeps_its_encoding(make_gateway, upstream, parser):
     gw = make_gateway([fake(upstream)])
     status, headers, body = gw.raw("POST", "/mcp/fake/gzip-chunked", headers=AUTH, body=b"{}")
     assert status == 200 and headers["Content-Encoding"] == "gzip"
@@ -108,7 +108,8 @@ def test_a_compressed_streamed_answer_keeps_its_encoding(make_gateway, upstream)
 # -- a stream that breaks off --------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["sse-truncated", "sse-cut"])  # no last chunk; short of its length
-def test_a_truncated_upstream_stream_breaks_the_clients_answer_too(make_gateway, upstream, mode):
+def test_a_truncated_upstream_stream_breaks_the_clients_answer_too(make_gateway, upstream, mode,
+                                                                  parser):
     gw = make_gateway([fake(upstream)])
     conn = http.client.HTTPConnection(gw.host, gw.port, timeout=10)
     try:

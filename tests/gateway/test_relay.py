@@ -192,7 +192,7 @@ def test_status_and_retry_after_are_relayed(make_gateway, upstream):
     assert accepted.status_code == 202 and accepted.content == b""
 
 
-def test_chunked_and_large_answers_stream_through_intact(make_gateway, upstream):
+def test_chunked_and_large_answers_stream_through_intact(make_gateway, upstream, parser):
     gw = make_gateway([fake(upstream)])
     chunked = requests.get(f"{gw.url}/mcp/fake/chunked-json", headers=AUTH, timeout=10)
     assert chunked.json() == {"part": 1, "part2": 2}
@@ -203,7 +203,7 @@ def test_chunked_and_large_answers_stream_through_intact(make_gateway, upstream)
     assert events[-1]["response_bytes"] == len(big.content)
 
 
-def test_an_sse_answer_is_not_buffered(make_gateway, upstream):
+def test_an_sse_answer_is_not_buffered(make_gateway, upstream, parser):
     gw = make_gateway([fake(upstream)])
     with requests.get(f"{gw.url}/mcp/fake/sse-gated", headers={**AUTH, "Accept": "text/event-stream"},
                       stream=True, timeout=10) as answer:
@@ -223,7 +223,7 @@ def test_an_sse_answer_is_not_buffered(make_gateway, upstream):
     assert "ended" not in event
 
 
-def test_a_client_that_goes_away_closes_the_upstream(make_gateway, upstream):
+def test_a_client_that_goes_away_closes_the_upstream(make_gateway, upstream, parser):
     gw = make_gateway([fake(upstream)])
     sock = socket.create_connection((gw.host, gw.port), timeout=10)
     try:
@@ -241,7 +241,7 @@ def test_a_client_that_goes_away_closes_the_upstream(make_gateway, upstream):
 
 # -- upstream failures ---------------------------------------------------------------------
 
-def test_an_unreachable_upstream_is_a_short_502(make_gateway):
+def test_an_unreachable_upstream_is_a_short_502(make_gateway, parser):
     port = free_port()
     gw = make_gateway([{"name": "down", "url": f"http://127.0.0.1:{port}/hidden-path",
                         "timeouts": {"connect": 2, "read": 2}}])
@@ -253,7 +253,7 @@ def test_an_unreachable_upstream_is_a_short_502(make_gateway):
     assert gw.wait_events(1)[0]["status"] == 502
 
 
-def test_an_upstream_that_does_not_answer_in_time_is_a_502(make_gateway, upstream):
+def test_an_upstream_that_does_not_answer_in_time_is_a_502(make_gateway, upstream, parser):
     gw = make_gateway([fake(upstream, timeouts={"connect": 2, "read": 0.3})])
     started = time.monotonic()
     answer = requests.post(f"{gw.url}/mcp/fake/slow", headers=AUTH, json={}, timeout=10)
@@ -262,10 +262,17 @@ def test_an_upstream_that_does_not_answer_in_time_is_a_502(make_gateway, upstrea
     upstream.gate.set()
 
 
-def test_an_upstream_that_breaks_off_is_a_502(make_gateway, upstream):
+def test_an_upstream_that_breaks_off_is_a_502(make_gateway, upstream, parser):
     gw = make_gateway([fake(upstream)])
     answer = requests.post(f"{gw.url}/mcp/fake/broken", headers=AUTH, json={}, timeout=10)
     assert answer.status_code == 502 and answer.json()["error"]["type"] == "upstream_broken"
+
+
+def test_a_malformed_answer_is_a_502(make_gateway, upstream, parser):
+    gw = make_gateway([fake(upstream)])
+    answer = requests.post(f"{gw.url}/mcp/fake/malformed", headers=AUTH, json={}, timeout=10)
+    assert answer.status_code == 502 and answer.json()["error"]["type"] == "upstream_unreachable"
+    assert "two hundred" not in answer.text
 
 
 def test_a_request_body_over_the_limit_is_413_and_not_relayed(make_gateway, upstream):
