@@ -59,9 +59,13 @@ class Dispatcher:
 
     def receive(self, message: Any) -> None:
         """Take one message from the transport (called on the transport's reader thread)."""
-        if type(message) is dict and is_response(message):  # the usual message first
-            self._receive_response(message)
-            return
+        if type(message) is dict and "method" not in message:  # the usual message first
+            if "result" in message:  # an answer: its request settles
+                self.settle_in_order(message.get("id"), {"result": message["result"]})
+                return
+            if "error" in message:
+                self._receive_response(message)
+                return
         if isinstance(message, list):
             for item in message:
                 self.receive(item)

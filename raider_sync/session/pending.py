@@ -96,19 +96,32 @@ class PendingRequests:
         #: what ended the session; once set, no request is added
         self.closed_error: BaseException | None = None
 
-    def add(self, request_id: int, entry: Pending, deadline: Deadline) -> bool:
-        """Make ``entry`` pending, with its deadline on the timer. False when the session has
-        ended (the entry's future then holds what ended it)."""
+    def add(self, request_id: int, entry: Pending, deadline: Deadline,
+            watch: bool = True) -> bool:
+        """Make ``entry`` pending, with its deadline on the timer (unless not ``watch``: a
+        request sent on the caller's thread next, whose answer may come during the send,
+        is watched only if it is still pending after it, see :meth:`watch`). False when the
+        session has ended (the entry's future then holds what ended it)."""
         with self._lock:
             if self.closed_error is not None:
                 entry.future.set_exception(self.closed_error)
                 return False
             self.entries[request_id] = entry
             entry.deadline = deadline
-            # under the lock: an answer that comes at once finds the deadline to cancel
-            entry.timer = timer.at(entry.due(time.monotonic()),
-                                   functools.partial(self.expire, request_id))
+            if watch:  # under the lock: an answer that comes at once finds it to cancel
+                entry.timer = timer.at(entry.due(time.monotonic()),
+                                       functools.partial(self.expire, request_id))
         return True
+
+    def watch(self, request_id: int) -> None:
+        """Put the deadline of ``request_id``, added unwatched, on the timer, unless it is
+        no longer pending (answered, failed or cancelled meanwhile)."""
+        with self._lock:
+            entry = self.entries.get(request_id)
+            if entry is not None and entry.timer is None:
+                # under the lock: an answer settling it now finds the deadline to cancel
+                entry.timer = timer.at(entry.due(time.monotonic()),
+                                       functools.partial(self.expire, request_id))
 
     def progressed(self, request_id: Any) -> None:
         """A progress notification of ``request_id`` came: a request that allows a span of
@@ -148,7 +161,7 @@ class PendingRequests:
         """The entry of ``request_id`` (any JSON value), taken out of the table unless its
         answer must wait behind progress steps (then it stays, for :meth:`settle`); None
         when it is not pending. One lock for the usual answer."""
-        if not _hashable(request_id):
+        if type(request_id) is not int and not _hashable(request_id):  # ints: ours, usually
             return None
         with self._lock:
             entry = self.entries.get(request_id)
@@ -169,13 +182,18 @@ class PendingRequests:
     def settle_taken(self, entry: Pending, *, result: Any = None,
                      error: BaseException | None = None) -> None:
         """Settle ``entry``, already taken out of the table, as :meth:`settle` does."""
-        timer.cancel(entry.timer)
+        if entry.timer is not None:  # none: answered during its send, never watched
+            timer.cancel(entry.timer)
         if error is None and entry.transform is not None:
             try:
                 result = entry.transform(result)
             except Exception as exc:  # noqa: BLE001 - the future carries it
                 error = exc
-        self.tell(error)
+        if self._on_settle is not None:  # as tell() does, one call less for every answer
+            try:
+                self._on_settle(error)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: on_settle failed", self.name)
         try:
             if error is not None:
                 entry.future.set_exception(error)

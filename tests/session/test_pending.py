@@ -59,6 +59,24 @@ def test_a_deadline_that_passes_has_the_peer_told_and_fails_with_the_timeout_err
     assert cancels == [(7, "timed out")]  # a request that is not cancellable sends none
 
 
+def test_a_request_added_unwatched_has_no_deadline_until_it_is_watched():
+    table, cancels = _table()
+    future = RequestFuture(table, 3)
+    entry = Pending(future, "tools/call", 0.05, None, ToolTimeout, True, None, None, True)
+    assert table.add(3, entry, Deadline(0.05), watch=False)
+    assert entry.timer is None  # answered during its send, it never needs the timer
+    table.settle(3, result={"n": 1})
+    table.watch(3)  # no longer pending: nothing goes on the timer
+    assert entry.timer is None and future.result(0) == {"n": 1}
+    late = RequestFuture(table, 4)
+    slow = Pending(late, "tools/call", 0.05, None, ToolTimeout, True, None, None, True)
+    assert table.add(4, slow, Deadline(0.05), watch=False)
+    table.watch(4)  # still pending after its send: its deadline fails it as any other's
+    with pytest.raises(ToolTimeout, match="timed out after 0.05 s"):
+        late.result(WAIT)
+    assert cancels == [(4, "timed out")]
+
+
 def test_cancelling_the_future_drops_the_request_and_has_the_peer_told():
     table, cancels = _table()
     entry = _entry(table, 3)
