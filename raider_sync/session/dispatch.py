@@ -12,6 +12,7 @@ beyond a lock, and nothing is raised to it.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import threading
@@ -188,6 +189,8 @@ class Dispatcher:
     def _step(self, entry: Pending, step: Callable[[], None]) -> None:
         """Run ``step`` on a progress worker after the steps of ``entry`` queued before it."""
         with self._steps_lock:
+            if entry.steps is None:
+                entry.steps = collections.deque()
             entry.steps.append(step)
             if entry.stepping:
                 return

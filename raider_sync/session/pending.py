@@ -52,7 +52,8 @@ class Pending:
         self.cancellable = cancellable
         self.on_progress = on_progress
         self.transform = transform
-        self.steps: collections.deque = collections.deque()  # progress calls, then the answer
+        #: progress calls, then the answer: made with the first step (a request with progress)
+        self.steps: collections.deque | None = None
         self.stepping = False  # a progress worker is running the steps
         self.timer: timer.Handle | None = None  # the deadline, on the process's timer
         self.awaited = awaited  # a caller blocks on the future next
