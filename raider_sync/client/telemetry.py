@@ -214,8 +214,12 @@ def _idle() -> bool:
     :func:`_nothing_configured`) and the calling thread carries no trace context to pass on
     (an empty context holds no span)."""
     return (getattr(_trace, "_TRACER_PROVIDER", False) is None
-            and getattr(getattr(_metrics, "_internal", None), "_METER_PROVIDER", False) is None
+            and getattr(_metrics_internal, "_METER_PROVIDER", False) is None
             and not _current_context())
+
+
+# where the metrics API keeps its global provider (see _nothing_configured)
+_metrics_internal = getattr(_metrics, "_internal", None)
 
 
 def _pass_on(params: dict) -> None:

@@ -67,6 +67,7 @@ class ToolCalls:
         self.tracker = tracker
         self.waiting = waiting
         self._wire: tuple[Any, Any] = (None, None)  # (era, its tasks wire): chosen once per era
+        self._message: tuple[float, str] = (0.0, "")  # (seconds, the timeout's message)
 
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None,
@@ -230,7 +231,7 @@ class ToolCalls:
                 deadline=deadline, timeout_error=ToolTimeout,
                 on_progress=on_progress if on_progress is not None or idle is None
                 else _ignore_progress,  # asked for all the same: progress resets the clock
-                timeout_message=f"MCP tool call timed out after {total:g} s",
+                timeout_message=self._timeout_message(total),
                 transform=transform,
                 inline=inline, wait=inline, **options)  # inline: call_tool waits next
 
@@ -289,6 +290,15 @@ class ToolCalls:
         return Retrying(attempt, whole, max_attempts=self.owner.max_attempts,
                         may_repeat=may_repeat, back_in=back_in, on_retry=retried,
                         name=self.owner.key, waiting=self.waiting)
+
+    def _timeout_message(self, seconds: float) -> str:
+        """What a ToolTimeout after ``seconds`` says; the last one is kept, as most calls
+        of a server have the same timeout."""
+        held, message = self._message
+        if held != seconds:
+            message = f"MCP tool call timed out after {seconds:g} s"
+            self._message = (seconds, message)
+        return message
 
     def _task_wire(self, era: Era) -> Any:
         """The tasks wire of ``era``'s connection (None: its calls do not become tasks),
