@@ -207,13 +207,22 @@ class Session:
         entry = Pending(future, method, deadline.seconds, timeout_message, timeout_error,
                         cancellable, on_progress, transform, inline and wait,
                         idle if on_progress is not None else None)
-        if not self._requests.add(request_id, entry, deadline):
+        # sent on this thread and settled behind no progress step, its answer may come
+        # during the send (a stdio or HTTP answer read on this thread): its deadline goes
+        # on the timer only if it is still pending after the send, which the transport
+        # bounds by the deadline
+        watch = not inline or on_progress is not None
+        if not self._requests.add(request_id, entry, deadline, watch):
             return future  # the session has ended: the future holds what ended it
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params:
             message["params"] = params
         if inline:
-            self._send_request(request_id, entry, message, deadline, wait)
+            try:
+                self._send_request(request_id, entry, message, deadline, wait)
+            finally:  # an interrupt cancelled it: then it is no longer pending
+                if not watch and request_id in self._requests.entries:
+                    self._requests.watch(request_id)
             return future
         try:
             self._lanes.senders.submit(self._send_request, request_id, entry, message, deadline)

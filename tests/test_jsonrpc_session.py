@@ -422,6 +422,40 @@ def test_a_blocking_request_is_bounded_even_without_the_timer(monkeypatch):
     session.close()
 
 
+class AnsweringTransport(MemoryTransport):
+    """Answers each request during its send, on the sending thread (as a stdio or HTTP
+    answer read on the caller's thread is)."""
+
+    def send(self, message, *, deadline=None):
+        super().send(message, deadline=deadline)
+        if "id" in message and "method" in message:
+            self.deliver({"jsonrpc": "2.0", "id": message["id"], "result": {"ok": True}})
+
+
+def test_a_request_answered_during_its_send_never_goes_on_the_timer(monkeypatch):
+    """The deadline of a request sent on the caller's thread goes on the process's timer
+    only when it is still pending after the send: answered during it, it costs the timer
+    nothing; sent and not answered, its deadline fails it as any other's."""
+    from raider_sync.threads import timer
+    scheduled: list[float] = []
+    real_at = timer.at
+
+    def at(when, action):
+        scheduled.append(when)
+        return real_at(when, action)
+    monkeypatch.setattr(timer, "at", at)
+    session, _ = make(AnsweringTransport())
+    assert session.request("tools/call", timeout=WAIT) == {"ok": True}
+    assert session.request_f("a", timeout=WAIT).result(WAIT) == {"ok": True}
+    assert scheduled == [] and session._pending == {}
+    session.close()
+    session, transport = make()
+    with pytest.raises(ToolTimeout, match="timed out after 0.1 s"):
+        session.request("tools/call", timeout=0.1, timeout_error=ToolTimeout)
+    assert len(scheduled) == 1 and transport.next_sent("notifications/cancelled")
+    session.close()
+
+
 def test_pings_and_cancellations_pass_handlers_that_wait():
     """Four handlers waiting (say, elicitations waiting for a person) hold up neither the
     answer to a ping nor the notifications/cancelled of a request that timed out."""

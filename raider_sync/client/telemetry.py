@@ -22,6 +22,7 @@ server's session gets no observer at all.
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -33,12 +34,13 @@ from .._version import __version__
 from ..errors import ConfigError, McpError
 
 try:  # once, at import: the no-op path is a None check per request
+    from opentelemetry import context as _context
     from opentelemetry import metrics as _metrics
     from opentelemetry import propagate as _propagate
     from opentelemetry import trace as _trace
 except ImportError:  # pragma: no cover - exercised where the extra is not installed
     # None without the extra: AVAILABLE (and a None check) guards every use
-    _trace = _metrics = _propagate = None  # type: ignore[assignment]
+    _trace = _metrics = _propagate = _context = None  # type: ignore[assignment]
 
 #: whether opentelemetry-api is installed
 AVAILABLE = _trace is not None
@@ -95,6 +97,8 @@ class Telemetry:
         failure of the telemetry is logged; it never fails the request."""
         def observe(method: str, params: dict,
                     request_id: Any) -> Optional[Callable[[Future], None]]:
+            if self.global_providers and _idle():
+                return None  # no SDK and no trace context: nothing to make or pass on
             try:
                 finish = self.observe(server, method, params, request_id)
             except Exception:  # noqa: BLE001 - telemetry must not break a request
@@ -191,6 +195,31 @@ def _nothing_configured() -> bool:
     them elsewhere, this says False and every request takes the full path."""
     return (getattr(_trace, "_TRACER_PROVIDER", False) is None
             and getattr(getattr(_metrics, "_internal", None), "_METER_PROVIDER", False) is None)
+
+
+def _context_of_thread() -> Any:
+    """The OpenTelemetry context of the calling thread (a dict of what it carries)."""
+    return _context.get_current()
+
+
+# the API's own context variable, read at once where it keeps the context in one (its
+# default runtime context, a dict of what the thread carries); else its public getter
+_variable = getattr(getattr(_context, "_RUNTIME_CONTEXT", None), "_current_context", None)
+_current_context: Callable[[], Any] = (
+    _variable.get if isinstance(_variable, contextvars.ContextVar) else _context_of_thread)
+
+
+def _idle() -> bool:
+    """Whether a request has nothing to do with telemetry: neither global provider set (see
+    :func:`_nothing_configured`) and the calling thread carries no trace context to pass on
+    (an empty context holds no span)."""
+    return (getattr(_trace, "_TRACER_PROVIDER", False) is None
+            and getattr(_metrics_internal, "_METER_PROVIDER", False) is None
+            and not _current_context())
+
+
+# where the metrics API keeps its global provider (see _nothing_configured)
+_metrics_internal = getattr(_metrics, "_internal", None)
 
 
 def _pass_on(params: dict) -> None:

@@ -11,6 +11,7 @@ safe retries (:mod:`raider_sync.client.retries`).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shlex
@@ -32,7 +33,7 @@ from ..threads.futures import Deadline, failed, resolved
 from .calls import seconds, tool_arguments, unknown_tool_message
 from .catalog import Catalog
 from .connection import Connection
-from .content import strip_private_meta
+from .content import limit_content, strip_private_meta
 from .eras.era_seam import Era
 from .results import ToolResult
 from .retries import (
@@ -66,6 +67,7 @@ class ToolCalls:
         self.tracker = tracker
         self.waiting = waiting
         self._wire: tuple[Any, Any] = (None, None)  # (era, its tasks wire): chosen once per era
+        self._message: tuple[float, str] = (0.0, "")  # (seconds, the timeout's message)
 
     def call_tool_f(self, name: str, arguments: dict | str | None = None, *,
                     timeout: float | None = None,
@@ -128,10 +130,18 @@ class ToolCalls:
                  ) -> tuple[float, float | None, float | None, Any, str]:
         """A call's options checked once, by the face's rules: ``(bound, idle, cap, tasks
         mode, retry policy)``. Raises InvalidArgument naming ``McpServer.<method>``."""
-        bound = self.owner._bound(timeout, method)
-        idle, cap = self._progress_bounds(bound, on_progress, reset, max_total, method)
-        mode = self._task_choices(task_timeout, tasks, method)
-        policy = self.owner.retry if retry is None else retry_choice(retry, f"McpServer.{method}")
+        owner = self.owner
+        # the options left out (the usual call) are the server's, checked when it was made
+        bound = owner.call_timeout if timeout is None else owner._bound(timeout, method)
+        if on_progress is None and reset is None and owner.reset_on_progress is None:
+            idle = cap = None  # no progress asked for: the timeout bounds the whole call
+        else:
+            idle, cap = self._progress_bounds(bound, on_progress, reset, max_total, method)
+        if task_timeout is None and tasks is None:
+            mode = owner.tasks
+        else:
+            mode = self._task_choices(task_timeout, tasks, method)
+        policy = owner.retry if retry is None else retry_choice(retry, f"McpServer.{method}")
         return bound, idle, cap, mode, policy
 
     def _task_choices(self, task_timeout: Any, tasks: Any, method: str) -> Any:
@@ -182,30 +192,33 @@ class ToolCalls:
         ``idle`` and ``cap``, the call's silence is bounded by ``idle`` (a start it waits for
         by ``bound``) and the call by ``cap``; ``mode`` the call's ``tasks`` choice. A future
         of the ToolResult, or of a :class:`Created` when the server made the call a task."""
-        try:
-            arguments = tool_arguments(arguments, name)
+        try:  # a dict, the usual arguments, is copied here: the caller may change it
+            arguments = dict(arguments) if type(arguments) is dict else tool_arguments(arguments, name)
         except RaiderError as exc:
             return failed(exc)
         raising = self.owner.raise_on_error if raise_on_error is None else raise_on_error
         catalog = self.catalog
 
         def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
-            original = catalog.original_of(name)
+            original = catalog.original.get(name)
             if original is None:
-                return failed(UnknownTool(unknown_tool_message(
-                    f"MCP server {self.owner.name!r} has no tool {name!r}", name, self.owner.tool_names)))
+                original = catalog.original_of(name)  # the name on the server, or unknown
+                if original is None:
+                    return failed(UnknownTool(unknown_tool_message(
+                        f"MCP server {self.owner.name!r} has no tool {name!r}", name,
+                        self.owner.tool_names)))
             options: dict[str, Any] = {}
             total = bound
             if idle is not None and cap is not None:  # silence bounded, the whole call capped
                 deadline, total = whole, cap
                 options["idle"] = idle
             params: dict[str, Any] = {"name": original, "arguments": arguments}
-
-            def shape(result: Any) -> Any:
-                return self.shape_result(result, name, original, raising)
-
+            shape = functools.partial(self.shape_result, name=name, original=original,
+                                      raising=raising)
             transform: Callable[[Any], Any] = shape
-            wire = self._task_wire(era)
+            held, wire = self._wire
+            if held is not era:
+                wire = self._task_wire(era)
             if wire is not None:  # the call may become a task
                 params = wire.declare(params, catalog.listed(original) if wire.needs_tool
                                       else None, mode)
@@ -218,19 +231,39 @@ class ToolCalls:
                 deadline=deadline, timeout_error=ToolTimeout,
                 on_progress=on_progress if on_progress is not None or idle is None
                 else _ignore_progress,  # asked for all the same: progress resets the clock
-                timeout_message=f"MCP tool call timed out after {total:g} s",
+                timeout_message=self._timeout_message(total),
                 transform=transform,
                 inline=inline, wait=inline, **options)  # inline: call_tool waits next
 
-        whole = Deadline(cap) if idle is not None and cap is not None else Deadline(bound)
+        if idle is not None and cap is not None:
+            whole = Deadline(cap)
+            start = Deadline(bound)  # the wait for a start, and the first attempt's
+        else:
+            whole = start = Deadline(bound)
         if retry == "never" or self.owner.max_attempts <= 1:
-            return self.connection.when_up_f(self.owner, Deadline(bound), send, inline, ToolTimeout,
+            return self.connection.when_up_f(self.owner, start, send, inline, ToolTimeout,
                                               "MCP tool call")
+        if inline:
+            # a blocking call waits on its first attempt alone, as a call without retries
+            # does (no second future settled on the caller's thread, where Ctrl-C lands); on
+            # a failure it asks ``first.retrying()`` for the repeats
+            first = self.connection.when_up_f(self.owner, start, send, True, ToolTimeout,
+                                              "MCP tool call")
+            first.retrying = functools.partial(  # type: ignore[attr-defined]
+                self._retrying, name, whole, start, send, retry)
+            return first
+        return self._retrying(name, whole, start, send, retry).start()
+
+    def _retrying(self, name: str, whole: Deadline, start: Deadline, send: Any,
+                  retry: str) -> Retrying:
+        """The attempts of a call of ``name`` within ``whole`` (the first one's wait for a
+        start within ``start``), each one sent on the connection by ``send`` and repeated as
+        the ``retry`` policy allows."""
+        catalog = self.catalog
 
         def attempt(deadline: Deadline, first: bool) -> Future:
-            start = Deadline(bound) if first else deadline  # a repeat: what is left
-            return self.connection.when_up_f(self.owner, start, send, inline and first, ToolTimeout,
-                                              "MCP tool call")
+            return self.connection.when_up_f(self.owner, start if first else deadline, send,
+                                              False, ToolTimeout, "MCP tool call")
 
         def may_repeat(error: BaseException) -> bool:
             if never_sent(error):
@@ -254,18 +287,18 @@ class ToolCalls:
             if self.owner.telemetry is not None:
                 self.owner.telemetry.retried(self.owner, "tools/call", name)
 
-        def retrying() -> Retrying:
-            return Retrying(attempt, whole, max_attempts=self.owner.max_attempts,
-                            may_repeat=may_repeat, back_in=back_in, on_retry=retried,
-                            name=self.owner.key, waiting=self.waiting)
-        if inline:
-            # a blocking call waits on its first attempt alone, as a call without retries
-            # does (no second future settled on the caller's thread, where Ctrl-C lands); on
-            # a failure it asks ``first.retrying()`` for the repeats
-            first = attempt(whole, True)
-            first.retrying = retrying  # type: ignore[attr-defined]
-            return first
-        return retrying().start()
+        return Retrying(attempt, whole, max_attempts=self.owner.max_attempts,
+                        may_repeat=may_repeat, back_in=back_in, on_retry=retried,
+                        name=self.owner.key, waiting=self.waiting)
+
+    def _timeout_message(self, seconds: float) -> str:
+        """What a ToolTimeout after ``seconds`` says; the last one is kept, as most calls
+        of a server have the same timeout."""
+        held, message = self._message
+        if held != seconds:
+            message = f"MCP tool call timed out after {seconds:g} s"
+            self._message = (seconds, message)
+        return message
 
     def _task_wire(self, era: Era) -> Any:
         """The tasks wire of ``era``'s connection (None: its calls do not become tasks),
@@ -397,11 +430,14 @@ class ToolCalls:
         if not isinstance(result, dict):
             raise McpError(INTERNAL_ERROR,
                            f"tools/call answered with {type(result).__name__}, not an object")
-        result = ToolResult(strip_private_meta(result), tool=name,
+        if "_meta" in result:
+            result = strip_private_meta(result)
+        result = ToolResult(result, tool=name,
                             output_schema=self.catalog.output_schemas.get(original))
         content = result.get("content")
-        if isinstance(content, list):
-            result["content"] = self.owner.limit_content(content, bool(result.get("isError")))
+        if isinstance(content, list):  # see McpServer.limit_content
+            result["content"] = limit_content(content, bool(result.get("isError")),
+                                              max_output_tokens=self.owner.max_output_tokens)
         return result.raise_for_error() if raising else result
 
 

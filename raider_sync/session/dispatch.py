@@ -12,6 +12,7 @@ beyond a lock, and nothing is raised to it.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import threading
@@ -59,9 +60,13 @@ class Dispatcher:
 
     def receive(self, message: Any) -> None:
         """Take one message from the transport (called on the transport's reader thread)."""
-        if type(message) is dict and is_response(message):  # the usual message first
-            self._receive_response(message)
-            return
+        if type(message) is dict and "method" not in message:  # the usual message first
+            if "result" in message:  # an answer: its request settles
+                self.settle_in_order(message.get("id"), {"result": message["result"]})
+                return
+            if "error" in message:
+                self._receive_response(message)
+                return
         if isinstance(message, list):
             for item in message:
                 self.receive(item)
@@ -184,6 +189,8 @@ class Dispatcher:
     def _step(self, entry: Pending, step: Callable[[], None]) -> None:
         """Run ``step`` on a progress worker after the steps of ``entry`` queued before it."""
         with self._steps_lock:
+            if entry.steps is None:
+                entry.steps = collections.deque()
             entry.steps.append(step)
             if entry.stepping:
                 return

@@ -11,12 +11,15 @@ is the future's.
 """
 from __future__ import annotations
 
+import _thread
 import collections
 import functools
 import logging
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
+from concurrent.futures._base import LOGGER as _futures_log
 from typing import Any, Callable
 
 from ..errors import RequestTimeout
@@ -24,6 +27,9 @@ from ..threads import timer
 from ..threads.futures import Deadline
 
 log = logging.getLogger("raider_sync.jsonrpc")
+
+#: the states of a future that is done
+_SETTLED = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
 
 
 class Pending:
@@ -46,7 +52,8 @@ class Pending:
         self.cancellable = cancellable
         self.on_progress = on_progress
         self.transform = transform
-        self.steps: collections.deque = collections.deque()  # progress calls, then the answer
+        #: progress calls, then the answer: made with the first step (a request with progress)
+        self.steps: collections.deque | None = None
         self.stepping = False  # a progress worker is running the steps
         self.timer: timer.Handle | None = None  # the deadline, on the process's timer
         self.awaited = awaited  # a caller blocks on the future next
@@ -65,18 +72,104 @@ class Pending:
 class RequestFuture(Future):
     """The future of one request sent by a :class:`~raider_sync.jsonrpc.Session`:
     ``request_id`` is its id, and a successful :meth:`cancel` drops the request and sends
-    ``notifications/cancelled``."""
+    ``notifications/cancelled``.
+
+    A ``concurrent.futures.Future`` in every way, made for the one path every request
+    takes (made, settled, read once): its state is guarded by a plain re-entrant lock,
+    taken directly, and the ``threading.Condition`` over that lock, which only a thread
+    that waits for it needs, is made when one first does (:attr:`_condition`), so a request
+    answered before anyone waits makes none and wakes no one."""
 
     def __init__(self, pending: "PendingRequests", request_id: int):
-        super().__init__()
+        # Future.__init__, but for the condition (made by the property below)
+        self._lock = _thread.RLock()  # what threading.RLock() makes, without its wrapper
+        self._made_condition: threading.Condition | None = None
+        self._state = PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._waiters: list = []
+        self._done_callbacks: list = []
         self.request_id = request_id
         self._pending = pending
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        """The condition over the future's lock, that Future's waits use: made once."""
+        condition = self._made_condition
+        if condition is None:
+            with self._lock:
+                if self._made_condition is None:
+                    self._made_condition = threading.Condition(self._lock)
+                condition = self._made_condition
+        return condition
+
+    def _run_callbacks(self) -> None:
+        for callback in self._done_callbacks:  # as Future runs them
+            try:
+                callback(self)
+            except Exception:  # noqa: BLE001 - a callback cannot keep the others from running
+                _futures_log.exception("exception calling callback for %r", self)
 
     def cancel(self) -> bool:
         if not super().cancel():
             return False
         self._pending.cancelled(self.request_id)
         return True
+
+    def done(self) -> bool:
+        with self._lock:
+            return self._state in _SETTLED
+
+    def result(self, timeout: float | None = None) -> Any:
+        with self._lock:
+            if self._state == FINISHED and self._exception is None:
+                return self._result
+        return super().result(timeout)  # an error, or a wait: Future's own
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        with self._lock:
+            if self._state == FINISHED:
+                return self._exception
+        return super().exception(timeout)
+
+    def add_done_callback(self, fn: Callable[[Future], object]) -> None:
+        with self._lock:
+            if self._state not in _SETTLED:
+                self._done_callbacks.append(fn)
+                return
+        try:
+            fn(self)
+        except Exception:  # noqa: BLE001 - as Future does: a callback cannot break the rest
+            _futures_log.exception("exception calling callback for %r", self)
+
+    def set_result(self, result: Any) -> None:
+        """As Future.set_result (InvalidStateError when settled already), waking a waiting
+        thread only when one made the condition to wait on."""
+        with self._lock:
+            if self._state in _SETTLED:
+                raise InvalidStateError(f"{self._state}: {self!r}")
+            self._result = result
+            self._state = FINISHED
+            for waiter in self._waiters:
+                waiter.add_result(self)
+            if self._made_condition is not None:
+                self._made_condition.notify_all()
+        if self._done_callbacks:
+            self._run_callbacks()
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        """As Future.set_exception, and as :meth:`set_result` wakes."""
+        with self._lock:
+            if self._state in _SETTLED:
+                raise InvalidStateError(f"{self._state}: {self!r}")
+            self._exception = exception
+            self._state = FINISHED
+            for waiter in self._waiters:
+                waiter.add_exception(self)
+            if self._made_condition is not None:
+                self._made_condition.notify_all()
+        if self._done_callbacks:
+            self._run_callbacks()
 
 
 class PendingRequests:
@@ -96,19 +189,32 @@ class PendingRequests:
         #: what ended the session; once set, no request is added
         self.closed_error: BaseException | None = None
 
-    def add(self, request_id: int, entry: Pending, deadline: Deadline) -> bool:
-        """Make ``entry`` pending, with its deadline on the timer. False when the session has
-        ended (the entry's future then holds what ended it)."""
+    def add(self, request_id: int, entry: Pending, deadline: Deadline,
+            watch: bool = True) -> bool:
+        """Make ``entry`` pending, with its deadline on the timer (unless not ``watch``: a
+        request sent on the caller's thread next, whose answer may come during the send,
+        is watched only if it is still pending after it, see :meth:`watch`). False when the
+        session has ended (the entry's future then holds what ended it)."""
         with self._lock:
             if self.closed_error is not None:
                 entry.future.set_exception(self.closed_error)
                 return False
             self.entries[request_id] = entry
             entry.deadline = deadline
-            # under the lock: an answer that comes at once finds the deadline to cancel
-            entry.timer = timer.at(entry.due(time.monotonic()),
-                                   functools.partial(self.expire, request_id))
+            if watch:  # under the lock: an answer that comes at once finds it to cancel
+                entry.timer = timer.at(entry.due(time.monotonic()),
+                                       functools.partial(self.expire, request_id))
         return True
+
+    def watch(self, request_id: int) -> None:
+        """Put the deadline of ``request_id``, added unwatched, on the timer, unless it is
+        no longer pending (answered, failed or cancelled meanwhile)."""
+        with self._lock:
+            entry = self.entries.get(request_id)
+            if entry is not None and entry.timer is None:
+                # under the lock: an answer settling it now finds the deadline to cancel
+                entry.timer = timer.at(entry.due(time.monotonic()),
+                                       functools.partial(self.expire, request_id))
 
     def progressed(self, request_id: Any) -> None:
         """A progress notification of ``request_id`` came: a request that allows a span of
@@ -148,7 +254,7 @@ class PendingRequests:
         """The entry of ``request_id`` (any JSON value), taken out of the table unless its
         answer must wait behind progress steps (then it stays, for :meth:`settle`); None
         when it is not pending. One lock for the usual answer."""
-        if not _hashable(request_id):
+        if type(request_id) is not int and not _hashable(request_id):  # ints: ours, usually
             return None
         with self._lock:
             entry = self.entries.get(request_id)
@@ -169,13 +275,18 @@ class PendingRequests:
     def settle_taken(self, entry: Pending, *, result: Any = None,
                      error: BaseException | None = None) -> None:
         """Settle ``entry``, already taken out of the table, as :meth:`settle` does."""
-        timer.cancel(entry.timer)
+        if entry.timer is not None:  # none: answered during its send, never watched
+            timer.cancel(entry.timer)
         if error is None and entry.transform is not None:
             try:
                 result = entry.transform(result)
             except Exception as exc:  # noqa: BLE001 - the future carries it
                 error = exc
-        self.tell(error)
+        if self._on_settle is not None:  # as tell() does, one call less for every answer
+            try:
+                self._on_settle(error)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: on_settle failed", self.name)
         try:
             if error is not None:
                 entry.future.set_exception(error)

@@ -3,6 +3,7 @@ deadlines, settling, cancelling, and the end of the session."""
 from __future__ import annotations
 
 import threading
+from concurrent.futures import CancelledError, InvalidStateError, as_completed, wait
 
 import pytest
 
@@ -10,6 +11,8 @@ from raider_sync.errors import ConnectionClosed, RequestTimeout, ToolTimeout
 from raider_sync.session.lanes import Lanes
 from raider_sync.session.pending import Pending, PendingRequests, RequestFuture
 from raider_sync.threads.futures import Deadline
+
+from conftest import poll
 
 WAIT = 5.0
 
@@ -57,6 +60,24 @@ def test_a_deadline_that_passes_has_the_peer_told_and_fails_with_the_timeout_err
     with pytest.raises(RequestTimeout):
         quiet.future.result(WAIT)
     assert cancels == [(7, "timed out")]  # a request that is not cancellable sends none
+
+
+def test_a_request_added_unwatched_has_no_deadline_until_it_is_watched():
+    table, cancels = _table()
+    future = RequestFuture(table, 3)
+    entry = Pending(future, "tools/call", 0.05, None, ToolTimeout, True, None, None, True)
+    assert table.add(3, entry, Deadline(0.05), watch=False)
+    assert entry.timer is None  # answered during its send, it never needs the timer
+    table.settle(3, result={"n": 1})
+    table.watch(3)  # no longer pending: nothing goes on the timer
+    assert entry.timer is None and future.result(0) == {"n": 1}
+    late = RequestFuture(table, 4)
+    slow = Pending(late, "tools/call", 0.05, None, ToolTimeout, True, None, None, True)
+    assert table.add(4, slow, Deadline(0.05), watch=False)
+    table.watch(4)  # still pending after its send: its deadline fails it as any other's
+    with pytest.raises(ToolTimeout, match="timed out after 0.05 s"):
+        late.result(WAIT)
+    assert cancels == [(4, "timed out")]
 
 
 def test_cancelling_the_future_drops_the_request_and_has_the_peer_told():
@@ -110,3 +131,61 @@ def test_work_given_to_lanes_that_are_shut_down_is_dropped_not_raised():
     lanes.shutdown(wait=True, finish_received=False)
     lanes.submit(lanes.control, ran.clear)  # no RuntimeError: the session is closing
     assert ran.is_set()
+
+
+def test_a_request_future_is_a_future_to_every_waiter_and_callback():
+    """The request's future keeps Future's contract: a thread that waits in result() or
+    exception() is woken, concurrent.futures.wait and as_completed see it settle, callbacks
+    run once (one added after the fact at once; one that raises is logged), and a settled
+    future cannot be settled again."""
+    table, _ = _table()
+    answered, failed = _entry(table, 1).future, _entry(table, 2).future
+    seen: list = []
+    answered.add_done_callback(lambda future: seen.append(future.result()))
+    answered.add_done_callback(lambda future: 1 / 0)  # logged, and the next still runs
+    answered.add_done_callback(lambda future: seen.append("after"))
+    got: dict = {}
+
+    def waiter():
+        got["result"] = answered.result(WAIT)
+        got["error"] = failed.exception(WAIT)
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert wait([answered, failed], timeout=0.05).done == set()
+    # the condition a waiter waits on is made once one does: settling must wake it
+    poll(lambda: answered._made_condition is not None, WAIT, "the waiter waiting")
+    table.settle(1, result="yes")
+    table.settle(2, error=RuntimeError("no"))
+    thread.join(WAIT)
+    assert got["result"] == "yes" and str(got["error"]) == "no"
+    assert set(as_completed([answered, failed], timeout=WAIT)) == {answered, failed}
+    assert seen == ["yes", "after"] and answered.done() and not answered.cancelled()
+    with pytest.raises(RuntimeError, match="no"):
+        failed.result(0)
+    late: list = []
+    failed.add_done_callback(late.append)
+    assert late == [failed]
+    with pytest.raises(InvalidStateError):
+        answered.set_result("again")
+    with pytest.raises(InvalidStateError):
+        failed.set_exception(RuntimeError("again"))
+    assert not answered.cancel()
+
+
+def test_a_cancelled_request_future_wakes_its_waiter_with_cancelled_error():
+    table, cancels = _table()
+    future = _entry(table, 5).future
+    errors: list = []
+
+    def waiter():
+        try:
+            future.result(WAIT)
+        except CancelledError as exc:
+            errors.append(exc)
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert wait([future], timeout=0.05).not_done == {future}
+    poll(lambda: future._made_condition is not None, WAIT, "the waiter waiting")
+    assert future.cancel() and future.cancelled() and future.done()
+    thread.join(WAIT)
+    assert len(errors) == 1 and cancels == [(5, "cancelled by the client")]
