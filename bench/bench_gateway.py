@@ -13,8 +13,11 @@ tool call from FastMCP's client (one session). Two more targets give the policy'
 call: the waitress relay whose key has TOOL_RULES tool rules on the server (globs to allow, names
 to deny; the call's tool allowed), and the same with its Prometheus metrics on (the config's
 ``metrics`` entry); ``RAIDER_BENCH_TOOL_RULES=0`` leaves the rules out (then only the metrics),
-another number sets how many. Targets: the relay adds at most 0.5 ms p50 on loopback and keeps at
-least 0.8x the direct throughput; the policy stays within 10% of the plain relay.
+another number sets how many. With ``RAIDER_SYNC_BENCH_OLD`` naming an older checkout, that
+version's waitress relay is one more target (its own process, that checkout's code), so that
+"today's relay" is measured in the same rounds. Targets: the relay adds at most 0.5 ms p50 on
+loopback (0.3 ms for FastMCP's client) and keeps at least 0.8x the direct throughput, with at most
+half the CPU per call of the older relay; the policy stays within 10% of the plain relay.
 
 Why CPU per call: on a loaded machine a call's latency is mostly waiting for the scheduler, and
 the relay puts two more processes' wake-ups in the path of each call (client, relay, server,
@@ -47,7 +50,7 @@ import psutil
 import requests
 
 from . import common
-from .common import SDK_SERVER, free_port, ms, p50, ratio, start_listening, stop_process, table
+from .common import SDK_SERVER, code_roots, free_port, ms, p50, ratio, start_listening, stop_process, table
 
 WARMUP = 30
 CALLS = 200
@@ -365,8 +368,11 @@ def main() -> None:
     rules = int(os.environ.get("RAIDER_BENCH_TOOL_RULES", TOOL_RULES))
     server_port = free_port()
     granian = importlib.util.find_spec("granian") is not None
+    roots = code_roots()  # with RAIDER_SYNC_BENCH_OLD: that version's waitress relay too
+    old = roots[1] if len(roots) > 1 else None
     ports = {name: free_port() for name in ("waitress", "workers", "wide", "policy")
-             + (("rules",) if rules else ()) + (("granian", "granian-wide") if granian else ())}
+             + (("rules",) if rules else ()) + (("granian", "granian-wide") if granian else ())
+             + (("old",) if old else ())}
     server = start_listening(
         [sys.executable, SDK_SERVER, "streamable-http", str(server_port), "--json"], server_port)
     direct = f"http://127.0.0.1:{server_port}/mcp"
@@ -391,19 +397,26 @@ def main() -> None:
                  "granian": ["--server", "granian", "--threads", str(CLIENTS)],
                  "granian-wide": ["--server", "granian", "--threads", str(STREAMS + 2 * CLIENTS)],
                  "rules": ["--threads", str(CLIENTS)],
-                 "policy": ["--threads", str(CLIENTS)]}
+                 "policy": ["--threads", str(CLIENTS)],
+                 "old": ["--threads", str(CLIENTS)]}
         configs = {"rules": ruled_path, "policy": with_metrics(ruled_path if rules else config)}
         try:
             for name, port in ports.items():
+                # -P: the old version from its PYTHONPATH, not this folder's raider_sync
+                head = command[:1] + ["-P"] + command[1:-1] if name == "old" else command[:-1]
                 relays[name] = start_listening(
-                    command[:-1] + [configs.get(name, config), "--listen", f"127.0.0.1:{port}",
-                                    *extra[name]], port,
-                    env={"RAIDER_BENCH_KEY": KEY, "RAIDER_BENCH_METRICS": METRICS_TOKEN})
+                    head + [configs.get(name, config), "--listen", f"127.0.0.1:{port}",
+                            *extra[name]], port,
+                    env={"RAIDER_BENCH_KEY": KEY, "RAIDER_BENCH_METRICS": METRICS_TOKEN,
+                         **({"PYTHONPATH": old[1]} if name == "old" and old else {})})
             url = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
             targets = {"waitress relay": (f"{url['waitress']}/mcp/sdk",
                                           psutil.Process(relays["waitress"].pid)),
                        "relay, --workers 2": (f"{url['workers']}/mcp/sdk",
                                               psutil.Process(relays["workers"].pid))}
+            if old:
+                targets[f"waitress relay, {old[0]}"] = (f"{url['old']}/mcp/sdk",
+                                                        psutil.Process(relays["old"].pid))
             if granian:
                 targets["granian relay"] = (f"{url['granian']}/mcp/sdk",
                                             psutil.Process(relays["granian"].pid))
