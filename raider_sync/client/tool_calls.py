@@ -243,16 +243,15 @@ class ToolCalls:
         if retry == "never" or self.owner.max_attempts <= 1:
             return self.connection.when_up_f(self.owner, start, send, inline, ToolTimeout,
                                               "MCP tool call")
-        if inline:
-            # a blocking call waits on its first attempt alone, as a call without retries
-            # does (no second future settled on the caller's thread, where Ctrl-C lands); on
-            # a failure it asks ``first.retrying()`` for the repeats
-            first = self.connection.when_up_f(self.owner, start, send, True, ToolTimeout,
-                                              "MCP tool call")
-            first.retrying = functools.partial(  # type: ignore[attr-defined]
-                self._retrying, name, whole, start, send, retry)
-            return first
-        return self._retrying(name, whole, start, send, retry).start()
+        # the first attempt alone, as a call without retries makes it: a blocking call waits
+        # on it (no second future settled on the caller's thread, where Ctrl-C lands), a
+        # TaskFuture follows it (no second future settled on the way); either asks
+        # ``first.retrying()`` for the repeats only once it failed
+        first = self.connection.when_up_f(self.owner, start, send, inline, ToolTimeout,
+                                          "MCP tool call")
+        first.retrying = functools.partial(  # type: ignore[attr-defined]
+            self._retrying, name, whole, start, send, retry)
+        return first
 
     def _retrying(self, name: str, whole: Deadline, start: Deadline, send: Any,
                   retry: str) -> Retrying:

@@ -50,6 +50,33 @@ def test_a_tool_that_says_a_repeat_is_harmless_runs_again_after_the_restart(cras
     assert server.status == "connected"
 
 
+def test_a_future_call_follows_its_first_attempt_then_the_repeat(crashing):
+    start, runs = crashing
+    server = start()
+    call = server.call_tool_f("mcp__fake__read-once", {}, timeout=WAIT)
+    result = call.result(WAIT)
+    assert result.text == "read-once ran 2 times" and result.attempts == 2
+    assert runs("read-once") == 2 and server.retries == 1
+
+
+def test_cancelling_a_future_call_that_waits_for_its_repeat_sends_nothing_more(tmp_path):
+    spec = fake_spec("crash-once", restart={"backoffMs": 600000},  # the restart is far off
+                     env={"RAIDER_FAKE_RUNS": str(tmp_path)})
+    server = McpServer(spec, kill_grace=0.2)
+    try:
+        server.start_f().result(WAIT)
+        call = server.call_tool_f("mcp__fake__read-once", {}, timeout=WAIT * 4)
+        poll(lambda: len(server._repeats._calls) == 1, WAIT, "the call waiting for its repeat")
+        repeat = next(iter(server._repeats._calls))
+        assert call.cancel() and call.cancelled()
+        # told at once, on this thread: the repeat's wait ends and it sends nothing
+        assert repeat.outer.cancelled() and repeat._pause.is_set()
+        poll(lambda: not server._repeats._calls, WAIT, "the repeat to leave the waiting calls")
+        assert (tmp_path / "read-once").read_text().count("\n") == 1  # the first run alone
+    finally:
+        server.stop()
+
+
 def test_a_tool_that_may_act_is_not_sent_again(crashing):
     start, runs = crashing
     server = start()

@@ -146,7 +146,9 @@ class TaskFuture(Future):
     def attach(self, request: Future, on_created: Any) -> "TaskFuture":
         """Follow ``request`` (the tools/call's future): its result or error becomes this
         future's, unless it holds a :class:`Created`; then ``on_created(self, status)`` makes
-        the follower. Starts nothing."""
+        the follower. A first attempt that carries ``retrying`` (a tool call's, see
+        :mod:`raider_sync.client.tool_calls`) and fails is followed by its repeats. Starts
+        nothing."""
         self._request = request
         request.add_done_callback(lambda done: self._answered(done, on_created))
         return self
@@ -157,7 +159,14 @@ class TaskFuture(Future):
             return
         error = done.exception()
         if error is not None:
-            settle(self, error=error)
+            retrying = getattr(done, "retrying", None)  # a first attempt that may be repeated
+            if retrying is None:
+                settle(self, error=error)
+                return
+            repeats = retrying().after(error)  # settled at once when there is no repeat
+            self.attach(repeats, on_created)
+            if self.cancelled():  # cancelled while the first attempt failed
+                repeats.cancel()
             return
         value = done.result()
         if isinstance(value, Created):
