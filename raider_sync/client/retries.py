@@ -62,6 +62,11 @@ def safe_to_repeat(tool: Optional[dict]) -> bool:
     return annotations.get("readOnlyHint") is True or annotations.get("idempotentHint") is True
 
 
+#: a call's repeats, asked for once its first attempt failed with the error given: the future
+#: of the call from there (failed with that error at once when it may not be repeated)
+Repeats = Callable[[BaseException], Future]
+
+
 class Retrying:
     """One call's attempts: :meth:`start` gives the future of the call, which settles with
     the first attempt that does not fail on a broken connection (or that may not be

@@ -38,6 +38,7 @@ from .eras.era_seam import Era
 from .results import ToolResult
 from .retries import (
     RETRY_DELAY,
+    Repeats,
     Retrying,
     Waiting,
     lost_in_flight,
@@ -86,10 +87,11 @@ class ToolCalls:
             future = TaskFuture()
             future.set_exception(exc)
             return future
-        request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                    inline=False, idle=idle, cap=cap, mode=mode, retry=policy)
+        request, repeats = self._call_tool_f(name, arguments, bound, on_progress,
+                                             raise_on_error, inline=False, idle=idle, cap=cap,
+                                             mode=mode, retry=policy)
         return TaskFuture().attach(request, lambda future, created: self._follow_created(
-            future, created, name, bound, cap, idle, task_timeout, on_status))
+            future, created, name, bound, cap, idle, task_timeout, on_status), repeats)
 
     def call_tool(self, name: str, arguments: dict | str | None = None, *,
                   timeout: float | None = None,
@@ -103,16 +105,16 @@ class ToolCalls:
         bound, idle, cap, mode, policy = self._choices(
             timeout, on_progress, reset_on_progress, max_total, task_timeout, tasks, retry,
             "call_tool")
-        request = self._call_tool_f(name, arguments, bound, on_progress, raise_on_error,
-                                    inline=True, idle=idle, cap=cap, mode=mode, retry=policy)
+        request, repeats = self._call_tool_f(name, arguments, bound, on_progress,
+                                             raise_on_error, inline=True, idle=idle, cap=cap,
+                                             mode=mode, retry=policy)
         total = bound if cap is None else bound + cap  # a start, then the cap
         try:
             value = self.owner._wait(request, total)
         except Exception as exc:  # noqa: BLE001 - repeated when the policy says so, else raised
-            retrying = getattr(request, "retrying", None)
-            if retrying is None:
+            if repeats is None:
                 raise
-            value = self.owner._wait(retrying().after(exc), total)
+            value = self.owner._wait(repeats(exc), total)
         if type(value) is not Created:
             return value
         future = TaskFuture()  # the call became a task: follow it here
@@ -187,15 +189,16 @@ class ToolCalls:
                      on_progress: ProgressCallback | None, raise_on_error: bool | None,
                      inline: bool, idle: float | None = None,
                      cap: float | None = None, mode: Any = "auto",
-                     retry: str = "never") -> Future:
+                     retry: str = "never") -> tuple[Future, Repeats | None]:
         """The request of :meth:`McpServer.call_tool_f`; ``bound`` is the timeout already checked; with
         ``idle`` and ``cap``, the call's silence is bounded by ``idle`` (a start it waits for
         by ``bound``) and the call by ``cap``; ``mode`` the call's ``tasks`` choice. A future
-        of the ToolResult, or of a :class:`Created` when the server made the call a task."""
+        of the ToolResult, or of a :class:`Created` when the server made the call a task; with
+        it, the call's :data:`~raider_sync.client.retries.Repeats` when ``retry`` allows any."""
         try:  # a dict, the usual arguments, is copied here: the caller may change it
             arguments = dict(arguments) if type(arguments) is dict else tool_arguments(arguments, name)
         except RaiderError as exc:
-            return failed(exc)
+            return failed(exc), None
         raising = self.owner.raise_on_error if raise_on_error is None else raise_on_error
         catalog = self.catalog
 
@@ -240,18 +243,15 @@ class ToolCalls:
             start = Deadline(bound)  # the wait for a start, and the first attempt's
         else:
             whole = start = Deadline(bound)
-        if retry == "never" or self.owner.max_attempts <= 1:
-            return self.connection.when_up_f(self.owner, start, send, inline, ToolTimeout,
-                                              "MCP tool call")
         # the first attempt alone, as a call without retries makes it: a blocking call waits
         # on it (no second future settled on the caller's thread, where Ctrl-C lands), a
-        # TaskFuture follows it (no second future settled on the way); either asks
-        # ``first.retrying()`` for the repeats only once it failed
+        # TaskFuture follows it (no second future settled on the way); either asks for the
+        # repeats only once it failed
         first = self.connection.when_up_f(self.owner, start, send, inline, ToolTimeout,
                                           "MCP tool call")
-        first.retrying = functools.partial(  # type: ignore[attr-defined]
-            self._retrying, name, whole, start, send, retry)
-        return first
+        if retry == "never" or self.owner.max_attempts <= 1:
+            return first, None
+        return first, lambda error: self._retrying(name, whole, start, send, retry).after(error)
 
     def _retrying(self, name: str, whole: Deadline, start: Deadline, send: Any,
                   retry: str) -> Retrying:

@@ -59,11 +59,7 @@ def parse(text: str, format: str, source: str = "config") -> dict:
     _check_format(format)
     if format == "codex":
         return parse_toml(text, source)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{source}: not valid JSON at line {exc.lineno} column {exc.colno}: "
-                          f"{exc.msg}") from None
+    data = parse_json(text, source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected an object")
     return data
@@ -362,6 +358,18 @@ def _check_format(format: str) -> None:
     if format not in FORMATS:
         raise ConfigError(f"unknown configuration format {format!r} (use one of "
                           f"{', '.join(FORMATS)})")
+
+
+def parse_json(text: str, source: str = "config") -> Any:
+    """The JSON document in ``text``. Raises ConfigError for text that does not parse, with
+    its line and column, or that nests too deeply."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: not valid JSON at line {exc.lineno} column {exc.colno}: "
+                          f"{exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: JSON nested too deeply") from None
 
 
 def parse_toml(text: str, source: str = "config") -> dict:

@@ -4,7 +4,6 @@ client's file: :mod:`.dialects`), validated all at once. A bad file raises one
 loaded. Reading blocks only for the file."""
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Mapping
 
@@ -63,13 +62,7 @@ class McpConfig:
         if dialects.detect(text, path) == "codex":
             data, notes = dialects.to_native(dialects.parse(text, "codex", path), "codex", path)
         else:
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column "
-                                  f"{exc.colno}: {exc.msg}") from exc
-            except RecursionError:
-                raise ConfigError(f"{path}: JSON nested too deeply") from None
+            data = dialects.parse_json(text, path)
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.basename(folder) in (".vscode", ".cursor", ".codex"):
             folder = os.path.dirname(folder)

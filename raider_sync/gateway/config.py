@@ -25,14 +25,13 @@ listing. Timeouts are seconds.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from ..config.dialects import parse_toml
+from ..config.dialects import parse_json, parse_toml
 from ..config.loading import validation_problems
 from ..errors import AuthError, ConfigError
 from . import protocol
@@ -171,20 +170,11 @@ class GatewayConfig(_Settings):
                 raw = fh.read()
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if path.endswith(".toml"):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ConfigError(f"{path}: not UTF-8 text") from exc
-            data = parse_toml(text, path)
-        else:
-            try:
-                data = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: "
-                                  f"{exc.msg}") from exc
-            except UnicodeDecodeError as exc:
-                raise ConfigError(f"{path}: not UTF-8 text") from exc
+        try:
+            text = raw.decode("utf-8-sig")  # an editor's BOM is no error
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text") from exc
+        data = parse_toml(text, path) if path.endswith(".toml") else parse_json(text, path)
         config = cls.from_dict(data, env=env, source=path)
         config._reload = lambda: cls.load(path, env=env)
         return config

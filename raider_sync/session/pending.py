@@ -145,27 +145,23 @@ class RequestFuture(Future):
     def set_result(self, result: Any) -> None:
         """As Future.set_result (InvalidStateError when settled already), waking a waiting
         thread only when one made the condition to wait on."""
-        with self._lock:
-            if self._state in _SETTLED:
-                raise InvalidStateError(f"{self._state}: {self!r}")
-            self._result = result
-            self._state = FINISHED
-            for waiter in self._waiters:
-                waiter.add_result(self)
-            if self._made_condition is not None:
-                self._made_condition.notify_all()
-        if self._done_callbacks:
-            self._run_callbacks()
+        self._finish(result, None)
 
     def set_exception(self, exception: BaseException | None) -> None:
         """As Future.set_exception, and as :meth:`set_result` wakes."""
+        self._finish(None, exception)
+
+    def _finish(self, result: Any, exception: BaseException | None) -> None:
         with self._lock:
             if self._state in _SETTLED:
                 raise InvalidStateError(f"{self._state}: {self!r}")
-            self._exception = exception
+            self._result, self._exception = result, exception
             self._state = FINISHED
             for waiter in self._waiters:
-                waiter.add_exception(self)
+                if exception is None:
+                    waiter.add_result(self)
+                else:
+                    waiter.add_exception(self)
             if self._made_condition is not None:
                 self._made_condition.notify_all()
         if self._done_callbacks:

@@ -561,3 +561,27 @@ def count_sends(monkeypatch, port: int | None = None) -> list[bytes]:
 
     monkeypatch.setattr(http.client.HTTPConnection, "send", counted)
     return sent
+
+
+def served_past_slow_sockets(url: str, slow_sockets: int, legitimate: int) -> None:
+    """Hold ``slow_sockets`` connections to the relay at ``url``, each with half a request
+    head sent, and make ``legitimate`` calls meanwhile: each is answered 200 (in milliseconds
+    when slow sockets cost no thread: threads that read request heads would each be held until
+    the header deadline), and every slow socket is still held open, none shed."""
+    slow: list[socket.socket] = []
+    try:
+        for _ in range(slow_sockets):  # each sends half a request head and waits
+            sock = socket.create_connection(address(url), timeout=10)
+            slow.append(sock)
+            sock.sendall(b"POST /mcp/fake HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
+        with requests.Session() as http:
+            for _ in range(legitimate):
+                answer = http.post(f"{url}/mcp/fake", headers=AUTH, json={}, timeout=(5, 8))
+                assert answer.status_code == 200, answer.text
+        for sock in slow:
+            sock.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                sock.recv(1)
+    finally:
+        for sock in slow:
+            sock.close()

@@ -28,6 +28,7 @@ from gateway.support import (
     read_until_closed,
     relay_process,
     room_for,
+    served_past_slow_sockets,
     stop_group,
     wait_until,
 )
@@ -59,24 +60,9 @@ def start(tmp_path, upstream, engine: list[str], *extra: str, **settings):
 def test_slow_sockets_cost_no_thread_and_legitimate_calls_are_served(tmp_path, upstream, engine):
     room_for(SLOW_SOCKETS)
     proc, url = start(tmp_path, upstream, engine, "--threads", "4")
-    slow: list[socket.socket] = []
     try:
-        for _ in range(SLOW_SOCKETS):  # each sends half a request head and waits
-            sock = socket.create_connection(address(url), timeout=10)
-            slow.append(sock)
-            sock.sendall(b"POST /mcp/fake HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
-        with requests.Session() as http:
-            for _ in range(LEGITIMATE):
-                # threads that read request heads would each be held until the header deadline
-                answer = http.post(f"{url}/mcp/fake", headers=AUTH, json={}, timeout=(5, 8))
-                assert answer.status_code == 200, answer.text
-        for sock in slow:  # every slow socket is still held open, none was shed
-            sock.setblocking(False)
-            with pytest.raises(BlockingIOError):
-                sock.recv(1)
+        served_past_slow_sockets(url, SLOW_SOCKETS, LEGITIMATE)
     finally:
-        for sock in slow:
-            sock.close()
         stop_group(proc)
     assert len(upstream.requests) == LEGITIMATE  # no slow request got through
 

@@ -21,6 +21,7 @@ from gateway.support import (
     open_stream,
     relay_process,
     room_for,
+    served_past_slow_sockets,
     spawn,
     stop_group,
     wait_until,
@@ -55,25 +56,9 @@ def workers_of(proc) -> list[int]:
 def test_workers_hold_500_slow_sockets_and_still_serve(tmp_path, upstream):
     room_for(SLOW_SOCKETS)
     proc, url = start(tmp_path, upstream, "2", "--threads", "4")
-    slow: list[socket.socket] = []
     try:
-        for _ in range(SLOW_SOCKETS):  # each sends half a request head and waits
-            sock = socket.create_connection(address(url), timeout=10)
-            slow.append(sock)
-            sock.sendall(b"POST /mcp/fake HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
-        with requests.Session() as http:
-            for _ in range(LEGITIMATE):
-                # milliseconds when the slow sockets cost no thread; threads that read
-                # request heads would each be held until the 10 s header deadline
-                answer = http.post(f"{url}/mcp/fake", headers=AUTH, json={}, timeout=(5, 8))
-                assert answer.status_code == 200, answer.text
-        for sock in slow:  # every slow socket is still held open, none was shed
-            sock.setblocking(False)
-            with pytest.raises(BlockingIOError):
-                sock.recv(1)
+        served_past_slow_sockets(url, SLOW_SOCKETS, LEGITIMATE)
     finally:
-        for sock in slow:
-            sock.close()
         stop_group(proc)
     assert len(upstream.requests) == LEGITIMATE  # no slow request got through
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, Callable
 
 from ...errors import RequestTimeout
 from ...threads.futures import WAIT_MARGIN_S, settle
@@ -143,30 +143,31 @@ class TaskFuture(Future):
 
     # -- how the server side drives it --------------------------------------------------------
 
-    def attach(self, request: Future, on_created: Any) -> "TaskFuture":
+    def attach(self, request: Future, on_created: Any,
+               repeats: Callable[[BaseException], Future] | None = None) -> "TaskFuture":
         """Follow ``request`` (the tools/call's future): its result or error becomes this
         future's, unless it holds a :class:`Created`; then ``on_created(self, status)`` makes
-        the follower. A first attempt that carries ``retrying`` (a tool call's, see
-        :mod:`raider_sync.client.tool_calls`) and fails is followed by its repeats. Starts
-        nothing."""
+        the follower. When ``request`` fails and there are ``repeats`` (the call's
+        :data:`~raider_sync.client.retries.Repeats`), their future is followed instead.
+        Starts nothing."""
         self._request = request
-        request.add_done_callback(lambda done: self._answered(done, on_created))
+        request.add_done_callback(lambda done: self._answered(done, on_created, repeats))
         return self
 
-    def _answered(self, done: Future, on_created: Any) -> None:
+    def _answered(self, done: Future, on_created: Any,
+                  repeats: Callable[[BaseException], Future] | None) -> None:
         if done.cancelled():
             super().cancel()
             return
         error = done.exception()
         if error is not None:
-            retrying = getattr(done, "retrying", None)  # a first attempt that may be repeated
-            if retrying is None:
+            if repeats is None:
                 settle(self, error=error)
                 return
-            repeats = retrying().after(error)  # settled at once when there is no repeat
-            self.attach(repeats, on_created)
+            again = repeats(error)  # settled at once when there is no repeat
+            self.attach(again, on_created)
             if self.cancelled():  # cancelled while the first attempt failed
-                repeats.cancel()
+                again.cancel()
             return
         value = done.result()
         if isinstance(value, Created):
