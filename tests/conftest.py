@@ -170,10 +170,14 @@ def fake_spec(mode: str, name: str = "fake", **extra):
 
 
 def _children() -> list[psutil.Process]:
-    try:
-        return psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return []
+    for _ in range(5):
+        try:
+            return psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return []
+        except (IndexError, ValueError):  # psutil parsed a /proc stat file read torn: read again
+            continue
+    return psutil.Process().children(recursive=True)
 
 
 def _fds() -> set[str]:
