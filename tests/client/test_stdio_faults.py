@@ -606,17 +606,20 @@ def test_a_server_that_stops_reading_stdin_cannot_hang_calls_or_stop(started):
             outcome[label] = exc
 
     big = threading.Thread(target=call, name="test-big-caller",
-                           args=("big", {"message": "s" * (4 * 1024 * 1024)}, 1.5))
+                           args=("big", {"message": "s" * (4 * 1024 * 1024)}, 4.0))
     started_at = time.monotonic()
     big.start()   # far more than a pipe holds: it blocks in the middle of the line
-    poll(lambda: server._transport._write_lock.locked(), what="the big write under way")
+    # (its 4 s leave a loaded machine room to see the write under way before the deadline)
+    poll(lambda: server._transport._write_lock.locked() or "big" in outcome,
+         what="the big write under way")
+    assert "big" not in outcome, f"the big call ended before its write was seen: {outcome}"
     small = threading.Thread(target=call, name="test-small-caller",
                              args=("small", {"message": "hi"}, 0.3))
     small.start()
-    small.join(5)
-    big.join(5)
+    small.join(10)
+    big.join(10)
     assert not big.is_alive() and not small.is_alive()
-    assert time.monotonic() - started_at < 4
+    assert time.monotonic() - started_at < 10   # each ended by its own deadline, none hung
     # the small call never got its turn to write: its own timeout, nothing sent
     assert isinstance(outcome["small"], ToolTimeout)
     assert "MCP tool call timed out after 0.3 s" in str(outcome["small"])
