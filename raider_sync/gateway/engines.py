@@ -225,6 +225,7 @@ def _hook_worker(app: GranianApp) -> None:
     mp._wsgi_call_wrap = _callback  # type: ignore[assignment]
 
     installed = _signals.set_sync_signals
+    closing: list[int] = []  # the signal that began closing: a second one only stops
 
     def set_sync_signals():
         event = installed()
@@ -232,7 +233,13 @@ def _hook_worker(app: GranianApp) -> None:
             stop = signal.getsignal(sig)
             if callable(stop):
                 def close_first(signum, frame, stop=stop):
-                    app.close()  # quick: shuts the upstreams, joins the watcher (bounded)
+                    # A second signal often comes while the first one closes (Ctrl-C reaches
+                    # the master and its workers, and the master then stops each worker): it
+                    # runs on this same thread, inside close(), and closing again there would
+                    # wait forever on a lock the interrupted close() holds
+                    if not closing:
+                        closing.append(signum)
+                        app.close()  # quick: shuts the upstreams, joins the watcher (bounded)
                     stop(signum, frame)
 
                 signal.signal(sig, close_first)

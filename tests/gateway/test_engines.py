@@ -402,3 +402,44 @@ def test_another_granian_without_the_worker_hooks_is_refused(monkeypatch):
     app = GranianApp(lambda environ, start_response: [])
     with pytest.raises(RuntimeError, match="granian==2.8.7"):
         _hook_worker(app)
+
+
+# Run in a child: it replaces the process's SIGINT and SIGTERM handlers and granian's hooks
+_SECOND_SIGNAL = """
+import os, signal
+from granian import _signals
+from raider_sync.gateway.engines import GranianApp, _hook_worker
+
+stops, closes = [], []
+
+def granians_own():  # what granian's set_sync_signals does, counted
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stops.append(signum))
+    return "event"
+
+class Relay:
+    def __call__(self, environ, start_response):
+        return []
+
+    def close(self):
+        closes.append(1)
+        os.kill(os.getpid(), signal.SIGTERM)  # the master's SIGTERM, while this one closes
+
+_signals.set_sync_signals = granians_own
+_hook_worker(GranianApp(Relay()))
+assert _signals.set_sync_signals() == "event"
+os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, which reaches every process of the group
+print(len(closes), sorted(stops))
+"""
+
+
+def test_a_second_signal_while_the_worker_closes_stops_it_without_closing_again():
+    """Ctrl-C reaches granian's master and its workers, and the master then sends each worker
+    SIGTERM: the second signal runs inside the first one's close(). It must not close again
+    (it would wait on a lock the interrupted close holds, and the worker would be killed
+    after the grace period), but still tell granian to stop."""
+    pytest.importorskip("granian")
+    done = subprocess.run([sys.executable, "-c", _SECOND_SIGNAL], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == f"1 {sorted([int(signal.SIGINT), int(signal.SIGTERM)])}"
