@@ -27,7 +27,27 @@ __all__ = ["BodyCut", "CHANNEL_TIMEOUT", "HEADER_TIMEOUT", "JOIN_LIMIT", "MAX_CO
 
 def reload_keys_on_sighup(relay) -> Any:
     """Make SIGHUP call ``relay.reload_keys()`` (in the main thread only, where signal handlers
-    live); returns the previous handler, or ``None`` when not in the main thread."""
+    live); returns the previous handler, or ``None`` when not in the main thread.
+
+    A SIGHUP that comes while a reload runs (a deploy tool sending one per changed file) runs
+    on the same thread, inside that reload, where reloading again would wait forever on the
+    lock the interrupted reload holds: it asks for one more reload after the running one
+    instead, so the last config written is the one loaded."""
     if threading.current_thread() is not threading.main_thread():
         return None
-    return signal.signal(signal.SIGHUP, lambda signum, frame: relay.reload_keys())
+    state = {"running": False, "again": False}  # only the main thread's handler touches it
+
+    def reload(signum, frame) -> None:
+        if state["running"]:
+            state["again"] = True
+            return
+        state["running"] = True
+        try:
+            state["again"] = True
+            while state["again"]:
+                state["again"] = False
+                relay.reload_keys()
+        finally:
+            state["running"] = False
+
+    return signal.signal(signal.SIGHUP, reload)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import resource
 import select
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -177,3 +179,36 @@ def test_a_host_with_several_addresses_is_refused_with_nothing_left_listening(mo
         Serving(lambda environ, start_response: [], host="two.test", threads=1)
     assert len(listening) == 2
     assert all(sock.fileno() == -1 for sock in listening)  # closed, not left to the collector
+
+
+# Run in a child: it replaces the process's SIGHUP handler
+_SIGHUP_DURING_A_RELOAD = """
+import os, signal, threading
+from raider_sync.gateway.serving import reload_keys_on_sighup
+
+class Relay:  # reloads under a lock, as the relay does; the first one is interrupted by SIGHUP
+    def __init__(self):
+        self.lock, self.reloads = threading.Lock(), 0
+
+    def reload_keys(self):
+        with self.lock:
+            self.reloads += 1
+            if self.reloads == 1:
+                os.kill(os.getpid(), signal.SIGHUP)
+                sum(range(1000))  # a few bytecodes: the handler runs here, inside the lock
+
+relay = Relay()
+reload_keys_on_sighup(relay)
+os.kill(os.getpid(), signal.SIGHUP)
+print(relay.reloads)
+"""
+
+
+def test_a_sighup_during_a_reload_reloads_once_more_after_it():
+    """A second SIGHUP runs inside the reload it interrupts (same thread): reloading there
+    would wait forever on the lock the interrupted reload holds, and under waitress that
+    thread is the one that serves. It is one more reload after the running one instead."""
+    done = subprocess.run([sys.executable, "-c", _SIGHUP_DURING_A_RELOAD], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2"
