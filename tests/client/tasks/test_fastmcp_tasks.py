@@ -51,8 +51,10 @@ class Peer:
         return server
 
 
-@pytest.fixture(params=["stdio", "http"])
+@pytest.fixture(scope="module", params=["stdio", "http"])
 def peer(request):
+    """The peer: one HTTP server for the module's tests (each test a session of its own, its
+    tasks its own), or a stdio process per client."""
     if request.param == "http":
         server = HttpPeer.fastmcp_tasks().start(timeout=60)
         yield Peer(server.spec("fm"), server.url)
