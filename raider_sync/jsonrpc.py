@@ -225,7 +225,7 @@ class Session:
                     self._requests.watch(request_id)
             return future
         try:
-            self._lanes.senders.submit(self._send_request, request_id, entry, message, deadline)
+            self._lanes.senders.post(self._send_request, request_id, entry, message, deadline)
         except RuntimeError:  # shut down: the session is closing
             self._requests.settle(request_id, error=self._requests.closed_error or
                                   ConnectionClosed(f"connection to {self.name} closed"))

@@ -46,9 +46,10 @@ class Lanes:
         self.senders = Lane(self._pool, SEND_WORKERS)
 
     def submit(self, lane: Lane, fn: Callable[..., Any], *args: Any) -> None:
-        """Queue ``fn(*args)`` on ``lane``; dropped (and logged) once shut down."""
+        """Queue ``fn(*args)`` on ``lane`` (no future: what it raises is logged); dropped
+        (and logged) once shut down."""
         try:
-            lane.submit(fn, *args)
+            lane.post(fn, *args)
         except RuntimeError:  # shut down: the session is closing
             log.debug("%s: dropped %s while closing", self.name, getattr(fn, "__name__", fn))
 

@@ -30,6 +30,7 @@ log = logging.getLogger("raider_sync.jsonrpc")
 
 #: the states of a future that is done
 _SETTLED = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+_CANCELLED = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED))
 
 
 class Pending:
@@ -119,6 +120,10 @@ class RequestFuture(Future):
     def done(self) -> bool:
         with self._lock:
             return self._state in _SETTLED
+
+    def cancelled(self) -> bool:
+        with self._lock:  # Future's own takes the condition, which would make it
+            return self._state in _CANCELLED
 
     def result(self, timeout: float | None = None) -> Any:
         with self._lock:

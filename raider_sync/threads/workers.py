@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 import threading
 import time
 from concurrent.futures import Executor, Future
 from typing import Any, Callable
+
+log = logging.getLogger("raider_sync.threads")
 
 #: how long a pool thread waits for work before it ends
 IDLE_SECONDS = 0.5
@@ -141,10 +144,19 @@ class Lane(Executor):
         """Queue ``fn(*args, **kwargs)``; a future of its result. Raises RuntimeError after
         :meth:`shutdown`, or once the pool is shut down."""
         future: Future = Future()
+        self._queue_task((future, fn, args, kwargs))
+        return future
+
+    def post(self, fn: Callable[..., Any], /, *args: Any) -> None:
+        """Queue ``fn(*args)`` as :meth:`submit` does, for work whose outcome nobody reads:
+        no future is made (what it raises is logged). Raises RuntimeError as submit does."""
+        self._queue_task((None, fn, args, {}))
+
+    def _queue_task(self, task: tuple) -> None:
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            self._queue.append((future, fn, args, kwargs))
+            self._queue.append(task)
             if self._running < self._limit:
                 try:
                     self._pool._put((None, self._drain, (), {}))
@@ -152,7 +164,6 @@ class Lane(Executor):
                     self._queue.pop()
                     raise
                 self._running += 1
-        return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Take no more tasks; with ``cancel_futures`` drop (and cancel) the queued ones,
@@ -163,7 +174,8 @@ class Lane(Executor):
             if cancel_futures:
                 self._queue.clear()
         for future, *_ in dropped:
-            future.cancel()
+            if future is not None:
+                future.cancel()
 
     def _drain(self) -> None:
         while True:
@@ -176,9 +188,15 @@ class Lane(Executor):
             del future, fn, args, kwargs
 
 
-def _run(future: Future, fn: Callable, args: tuple, kwargs: dict) -> None:
+def _run(future: Future | None, fn: Callable, args: tuple, kwargs: dict) -> None:
     """Run one task into its future, unless it was cancelled first; the future carries what
-    it raised."""
+    it raised. A task without a future (:meth:`Lane.post`) has what it raised logged."""
+    if future is None:
+        try:
+            fn(*args)
+        except Exception:  # noqa: BLE001 - nobody reads the outcome: say it
+            log.exception("a task of %s failed", threading.current_thread().name)
+        return
     if not future.set_running_or_notify_cancel():
         return
     try:

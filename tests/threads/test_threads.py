@@ -188,6 +188,42 @@ def test_lanes_on_one_pool_keep_their_bounds_and_order_and_never_wait_for_each_o
     assert not threads_of(["test-lane-pool"])
 
 
+def test_posted_work_runs_in_order_with_no_future_and_what_it_raises_is_logged(caplog):
+    """Lane.post: work whose outcome nobody reads (a session's sends and handlers) runs in
+    the lane's order as submitted work does, makes no future, and an error it raises is
+    logged instead of kept in a future nobody looks at."""
+    pool = Workers(2, "test-post-pool")
+    lane = Lane(pool, 1)
+    order: list[int] = []
+    done = threading.Event()
+
+    def fail() -> None:
+        raise ValueError("posted work failed")
+
+    try:
+        with caplog.at_level("ERROR", logger="raider_sync.threads"):
+            for n in range(20):
+                assert lane.post(order.append, n) is None
+            lane.post(fail)
+            lane.post(done.set)
+            assert done.wait(WAIT)
+        assert order == list(range(20))  # in order, and the failure stopped nothing after it
+        failed = [r for r in caplog.records if r.name == "raider_sync.threads"]
+        assert len(failed) == 1 and "posted work failed" in str(failed[0].exc_info[1])
+        release, running = threading.Event(), threading.Event()
+        lane.post(lambda: (running.set(), release.wait(WAIT)))
+        assert running.wait(WAIT)
+        lane.post(order.append, 98)  # queued behind the running one
+        lane.shutdown(cancel_futures=True)  # a queued post has no future to cancel: dropped
+        with pytest.raises(RuntimeError):
+            lane.post(order.append, 99)
+        release.set()
+    finally:
+        pool.shutdown()
+    assert not threads_of(["test-post-pool"])
+    assert order == list(range(20))
+
+
 def test_a_line_over_the_limit_is_refused_with_at_most_the_limit_held():
     lines = LineSplitter(1000)
     for _ in range(9):
