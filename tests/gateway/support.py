@@ -61,6 +61,19 @@ def read_until_closed(sock: socket.socket, limit: int = 1 << 20) -> bytes:
     return received
 
 
+def read_until_answer_ends(sock: socket.socket, limit: int = 1 << 20) -> bytes:
+    """Everything the peer sends until its chunked answer's last chunk (``0``) has come, or it
+    closes (bounded by the socket's timeout). A connection kept alive after its answer (as
+    granian keeps it, until its header deadline for the next request) is not waited out."""
+    received = b""
+    while len(received) < limit and not received.endswith(b"\r\n0\r\n\r\n"):
+        data = sock.recv(65536)
+        if not data:
+            break
+        received += data
+    return received
+
+
 def wait_until(predicate, timeout: float = 10.0) -> bool:
     """Poll ``predicate`` (bounded) until it is true; returns its last value."""
     deadline = time.monotonic() + timeout

@@ -25,6 +25,7 @@ from gateway.support import (
     BOB,
     address,
     open_stream,
+    read_until_answer_ends,
     read_until_closed,
     relay_process,
     room_for,
@@ -157,7 +158,7 @@ def test_held_streams_leave_room_for_legitimate_requests(tmp_path, upstream, eng
                 assert answer.status_code == 200
         upstream.gate.set()  # every stream goes on to its end
         for sock in socks:
-            assert read_until_closed(sock).endswith(b"data: two\n\n\r\n0\r\n\r\n")
+            assert read_until_answer_ends(sock).endswith(b"data: two\n\n\r\n0\r\n\r\n")
     finally:
         upstream.gate.set()
         for sock in socks:
@@ -196,7 +197,7 @@ def test_sighup_reloads_the_keys_and_keeps_an_open_stream(tmp_path, upstream, en
             assert wait_until(lambda: requests.get(f"{url}/v1/mcp/servers", headers=bob,
                                                    timeout=10).status_code == 200, timeout=15)
             upstream.gate.set()  # alice's stream, opened before, goes on to its end
-            assert read_until_closed(stream).endswith(b"data: two\n\n\r\n0\r\n\r\n")
+            assert read_until_answer_ends(stream).endswith(b"data: two\n\n\r\n0\r\n\r\n")
         assert proc.poll() is None
         # the workers re-read their keys: none was respawned (granian's own SIGHUP would)
         assert {p.pid for p in psutil.Process(proc.pid).children(recursive=True)} == before
