@@ -194,7 +194,7 @@ def _run(future: Future | None, fn: Callable, args: tuple, kwargs: dict) -> None
     if future is None:
         try:
             fn(*args)
-        except Exception:  # noqa: BLE001 - nobody reads the outcome: say it
+        except BaseException:  # noqa: BLE001 - kept, as a future would: the lane goes on
             log.exception("a task of %s failed", threading.current_thread().name)
         return
     if not future.set_running_or_notify_cancel():
