@@ -208,6 +208,13 @@ def test_an_unreadable_file_is_a_config_error(tmp_path):
         McpConfig.load(tmp_path / "missing.json")
 
 
+def test_a_file_that_is_not_utf8_is_a_config_error_that_says_so(tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"mcpServers": {"caf\u00e9": {"command": "x"}}}'.encode("latin-1"))
+    with pytest.raises(ConfigError, match="latin1.json: not UTF-8 text"):
+        McpConfig.load(path)
+
+
 def test_an_unknown_server_name_lists_the_configured_ones():
     config = load({"files": {"command": "x"}, "github": {"command": "y"}})
     with pytest.raises(ConfigError) as info:

@@ -360,6 +360,20 @@ def _check_format(format: str) -> None:
                           f"{', '.join(FORMATS)})")
 
 
+def read_text(path: str) -> str:
+    """The text of the config file at ``path``, an editor's BOM left out. Raises ConfigError
+    for a file that cannot be read, or that is not UTF-8."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text") from exc
+
+
 def parse_json(text: str, source: str = "config") -> Any:
     """The JSON document in ``text``. Raises ConfigError for text that does not parse, with
     its line and column, or that nests too deeply."""

@@ -52,12 +52,7 @@ class McpConfig:
         ``${workspaceFolder}``) is the file's folder, or the folder above a ``.vscode``,
         ``.cursor`` or ``.codex`` folder holding it."""
         path = os.fspath(path)
-        try:
-            with open(path, encoding="utf-8-sig") as fh:  # an editor's BOM is no error
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
-                              ) from exc
+        text = dialects.read_text(path)
         notes: list[str] = []
         if dialects.detect(text, path) == "codex":
             data, notes = dialects.to_native(dialects.parse(text, "codex", path), "codex", path)

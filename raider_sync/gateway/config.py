@@ -31,7 +31,7 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from ..config.dialects import parse_json, parse_toml
+from ..config.dialects import parse_json, parse_toml, read_text
 from ..config.loading import validation_problems
 from ..errors import AuthError, ConfigError
 from . import protocol
@@ -165,15 +165,7 @@ class GatewayConfig(_Settings):
         extra). Raises ConfigError for an unreadable file, bad syntax (with where) or any bad
         entry."""
         path = os.fspath(path)
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        try:
-            text = raw.decode("utf-8-sig")  # an editor's BOM is no error
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{path}: not UTF-8 text") from exc
+        text = read_text(path)
         data = parse_toml(text, path) if path.endswith(".toml") else parse_json(text, path)
         config = cls.from_dict(data, env=env, source=path)
         config._reload = lambda: cls.load(path, env=env)

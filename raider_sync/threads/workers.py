@@ -115,10 +115,7 @@ class Workers(Executor):
                         task = self._queue.popleft()
                 future, fn, args, kwargs = task
                 task = None
-                if future is None:
-                    fn()
-                    continue
-                _run(future, fn, args, kwargs)
+                _run(future, fn, args, kwargs)  # a Lane's drain has no future
                 del future, fn, args, kwargs
         except BaseException:
             with self._cond:

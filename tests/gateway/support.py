@@ -50,13 +50,15 @@ GZIP_BOMB_SIZE = 64 * 1024 * 1024  # once opened; gzip members of 1 MiB of zeros
 GZIP_BOMB = gzip.compress(bytes(1024 * 1024), compresslevel=9) * (GZIP_BOMB_SIZE // (1024 * 1024))
 
 
-def read_until_closed(sock: socket.socket, limit: int = 1 << 20) -> bytes:
-    """Everything the peer sends until it closes (bounded by the socket's timeout)."""
+def read_until_closed(sock: socket.socket, limit: int = 1 << 20, *,
+                      end: bytes | None = None) -> bytes:
+    """Everything the peer sends until it closes, or until what came ends with ``end``
+    (bounded by the socket's timeout)."""
     received = b""
-    while len(received) < limit:
+    while len(received) < limit and not (end and received.endswith(end)):
         data = sock.recv(65536)
         if not data:
-            return received
+            break
         received += data
     return received
 
@@ -65,13 +67,7 @@ def read_until_answer_ends(sock: socket.socket, limit: int = 1 << 20) -> bytes:
     """Everything the peer sends until its chunked answer's last chunk (``0``) has come, or it
     closes (bounded by the socket's timeout). A connection kept alive after its answer (as
     granian keeps it, until its header deadline for the next request) is not waited out."""
-    received = b""
-    while len(received) < limit and not received.endswith(b"\r\n0\r\n\r\n"):
-        data = sock.recv(65536)
-        if not data:
-            break
-        received += data
-    return received
+    return read_until_closed(sock, limit, end=b"\r\n0\r\n\r\n")
 
 
 def wait_until(predicate, timeout: float = 10.0) -> bool:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import RequestTimeout
 from ...threads.futures import WAIT_MARGIN_S, settle
+from ..retries import Repeats
 from .handle import TaskHandle
 from .records import TaskStatus
 
@@ -144,7 +145,7 @@ class TaskFuture(Future):
     # -- how the server side drives it --------------------------------------------------------
 
     def attach(self, request: Future, on_created: Any,
-               repeats: Callable[[BaseException], Future] | None = None) -> "TaskFuture":
+               repeats: Repeats | None = None) -> "TaskFuture":
         """Follow ``request`` (the tools/call's future): its result or error becomes this
         future's, unless it holds a :class:`Created`; then ``on_created(self, status)`` makes
         the follower. When ``request`` fails and there are ``repeats`` (the call's
@@ -155,7 +156,7 @@ class TaskFuture(Future):
         return self
 
     def _answered(self, done: Future, on_created: Any,
-                  repeats: Callable[[BaseException], Future] | None) -> None:
+                  repeats: Repeats | None) -> None:
         if done.cancelled():
             super().cancel()
             return
