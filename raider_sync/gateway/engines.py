@@ -55,7 +55,7 @@ from typing import Any, Callable, Optional
 from .config import GatewayConfig
 from .metrics import MULTIPROC_ENV
 from .relay import Relay
-from .serving import HEADER_TIMEOUT, BodyCut, connection_limit, reload_keys_on_sighup
+from .serving import HEADER_TIMEOUT, BodyCut, connection_limit, relay_reloading_keys
 
 ENGINES = ("waitress", "granian")
 HEADER_BYTES = 256 * 1024  # waitress's max_request_header_size
@@ -199,9 +199,10 @@ def granian_settings(threads: int, header_timeout: float = HEADER_TIMEOUT,
 def granian_app(config_path: str, threads: int, usage_log: Optional[str] = None) -> Callable:
     """The app of one granian worker, built in it after the fork: the relay for the config at
     ``config_path`` behind :class:`GranianApp`, its keys reloaded on SIGHUP (the
-    worker's main thread loads it). Raises ConfigError for a bad config."""
-    relay = Relay(GatewayConfig.load(config_path), usage_log=usage_log, threads=threads)
-    reload_keys_on_sighup(relay)
+    worker's main thread loads it, a SIGHUP while it does included). Raises ConfigError for a
+    bad config."""
+    relay = relay_reloading_keys(lambda: Relay(GatewayConfig.load(config_path),
+                                               usage_log=usage_log, threads=threads))
     app = GranianApp(relay)
     _hook_worker(app)
     return app
@@ -272,9 +273,13 @@ def serve_granian(config_path: str, host: str, port: int, threads: int, workers:
     port = check_address(host, port)
 
     class Master(MPServer):
-        def signal_handler_reload(self, *args, **kwargs):
+        def _reload(self, spawn_target, target_loader):
             # granian would respawn every worker, cutting the open streams; the workers
-            # re-read the keys instead and keep their connections
+            # re-read the keys instead and keep their connections. Its serve loop calls this
+            # for a SIGHUP once the workers it started are listed (its signal handler could
+            # run between a worker's start and its listing, and miss that worker)
+            self.main_loop_interrupt.clear()
+            self.reload_signal = False  # a SIGHUP from here on flags another round
             for worker in list(self.wrks):
                 pid = worker.inner.pid
                 if pid is not None:

@@ -39,7 +39,7 @@ from gunicorn.workers.base import Worker
 from .config import GatewayConfig
 from .metrics import MULTIPROC_ENV, mark_dead
 from .relay import Relay
-from .serving import HEADER_TIMEOUT, Serving, connection_limit, reload_keys_on_sighup
+from .serving import HEADER_TIMEOUT, Serving, connection_limit, relay_reloading_keys
 
 GRACEFUL_TIMEOUT = 10
 WORKER_CLASS = "raider_sync.gateway.workers.WaitressWorker"
@@ -151,9 +151,9 @@ def serve(config_path: str, bind: str, workers: int, threads: int,
             self.cfg.set("child_exit", lambda arbiter, worker: mark_dead(worker.pid))
 
         def load(self):
-            relay = Relay(GatewayConfig.load(config_path), usage_log=usage_log, threads=threads)
-            reload_keys_on_sighup(relay)  # the worker's main thread loads the app
-            return relay
+            # the worker's main thread loads the app, a SIGHUP while it does included
+            return relay_reloading_keys(lambda: Relay(GatewayConfig.load(config_path),
+                                                      usage_log=usage_log, threads=threads))
 
         def run(self):
             KeysArbiter(self).run()

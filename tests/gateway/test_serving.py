@@ -181,7 +181,62 @@ def test_a_host_with_several_addresses_is_refused_with_nothing_left_listening(mo
     assert all(sock.fileno() == -1 for sock in listening)  # closed, not left to the collector
 
 
-# Run in a child: it replaces the process's SIGHUP handler
+# Run in a child: it blocks SIGHUP and starts a thread that lives as long as the process.
+# A worker's relay is built with SIGHUP taken by a thread of its own: one that comes after its
+# keys were read (the master passing on a reload to a worker still starting) must not end the
+# worker or be lost, and one must not wait for the main thread, which a granian worker parks.
+_SIGHUP_WHILE_THE_RELAY_IS_BUILT = """
+import logging, os, signal, threading
+from raider_sync.gateway.serving import relay_reloading_keys
+
+class Relay:
+    def __init__(self):
+        self.reloads, self.fail = threading.Semaphore(0), False
+        os.kill(os.getpid(), signal.SIGHUP)  # its keys were read; the master's SIGHUP comes
+
+    def reload_keys(self):
+        self.reloads.release()
+        if self.fail:
+            raise OSError("the keys directory went away")
+
+failures = []
+logging.getLogger("raider_sync.gateway").addHandler(
+    type("H", (logging.Handler,), {"emit": lambda self, record: failures.append(record)})())
+
+def bad():
+    raise ValueError("bad config")
+
+try:
+    relay_reloading_keys(bad)
+except ValueError:
+    print(signal.pthread_sigmask(signal.SIG_BLOCK, set()) == set())  # the mask as it was
+
+relay = relay_reloading_keys(Relay)
+print(relay.reloads.acquire(timeout=10))  # the SIGHUP that came while it was built
+print(signal.SIGHUP in signal.pthread_sigmask(signal.SIG_BLOCK, set()))
+relay.fail = True
+os.kill(os.getpid(), signal.SIGHUP)
+print(relay.reloads.acquire(timeout=10))  # a reload that raises is logged...
+relay.fail = False
+sent = threading.Event()
+def send():
+    os.kill(os.getpid(), signal.SIGHUP)
+    sent.set()
+threading.Thread(target=send).start()  # ... and the next one is taken
+parked = threading.Event()  # the main thread asleep, as a granian worker's
+print(parked.wait(0.01) or relay.reloads.acquire(timeout=10))
+print(len(failures), [t.name for t in threading.enumerate() if t.name == "raider-gateway-sighup"])
+"""
+
+
+def test_a_workers_sighups_reload_its_keys_from_before_its_relay_is_built():
+    done = subprocess.run([sys.executable, "-c", _SIGHUP_WHILE_THE_RELAY_IS_BUILT],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr  # SIGHUP's default action would end it: -1
+    assert done.stdout.split("\n")[:-1] == [
+        "True", "True", "True", "True", "True", "1 ['raider-gateway-sighup']"], done.stdout
+
+
 _SIGHUP_DURING_A_RELOAD = """
 import os, signal, threading
 from raider_sync.gateway.serving import reload_keys_on_sighup
