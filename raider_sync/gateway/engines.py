@@ -41,7 +41,6 @@ Where granian differs from waitress (docs/gateway.md "Deploying" has the table):
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
@@ -56,7 +55,13 @@ from typing import Any, Callable, Optional
 from .config import GatewayConfig
 from .metrics import MULTIPROC_ENV
 from .relay import Relay
-from .serving import HEADER_TIMEOUT, BodyCut, connection_limit, relay_reloading_keys
+from .serving import (
+    HEADER_TIMEOUT,
+    BodyCut,
+    SighupTaker,
+    connection_limit,
+    relay_reloading_keys,
+)
 
 ENGINES = ("waitress", "granian")
 HEADER_BYTES = 256 * 1024  # waitress's max_request_header_size
@@ -260,41 +265,6 @@ def check_address(host: str, port: int) -> int:
         return probe.getsockname()[1]
 
 
-@contextlib.contextmanager
-def _sighups_taken_by_a_thread(flag: Callable[[], None]):
-    """Inside: SIGHUP blocked in this thread (the main one), so in every thread granian's
-    master starts from it and in its forked workers, and each SIGHUP taken by a thread of the
-    master's own that calls ``flag()``. granian's handler would run only in the main thread,
-    asleep in granian's serve loop: a SIGHUP the kernel gave another thread (the main thread
-    blocks signals while it starts a worker's watcher thread) would wait for the next signal.
-    Outside the main thread: nothing is changed. The thread is stopped and joined on the way
-    out, the mask put back."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stopping = threading.Event()
-
-    def take_sighups() -> None:
-        while True:
-            signal.sigwait({signal.SIGHUP})
-            if stopping.is_set():
-                return
-            flag()
-
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
-    taker = threading.Thread(target=take_sighups, name="raider-gateway-sighup", daemon=True)
-    taker.start()
-    master = os.getpid()
-    try:
-        yield
-    finally:
-        if os.getpid() == master:  # not in a worker leaving through here: its copy has no taker
-            stopping.set()
-            signal.pthread_kill(taker.ident, signal.SIGHUP)  # type: ignore[arg-type]
-            taker.join(5)
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
 def serve_granian(config_path: str, host: str, port: int, threads: int, workers: int = 1,
                   usage_log: Optional[str] = None, connections: Optional[int] = None,
                   header_timeout: float = HEADER_TIMEOUT,
@@ -335,7 +305,8 @@ def serve_granian(config_path: str, host: str, port: int, threads: int, workers:
     try:
         if ready is not None:
             ready(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
-        with _sighups_taken_by_a_thread(server.signal_handler_reload):
+        # granian's handler runs only in its main thread, asleep in granian's serve loop
+        with SighupTaker(server.signal_handler_reload):
             server.serve(target_loader=loader, wrap_loader=False)
     finally:
         if folder is not None and os.getpid() == master:

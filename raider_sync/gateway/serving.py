@@ -7,9 +7,10 @@ imported them from.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from ..serve.wsgi_server import (
     CHANNEL_TIMEOUT,
@@ -27,7 +28,7 @@ log = logging.getLogger("raider_sync.gateway")
 
 __all__ = ["BodyCut", "CHANNEL_TIMEOUT", "HEADER_TIMEOUT", "JOIN_LIMIT", "MAX_CONNECTIONS",
            "Serving", "connection_limit", "relay_reloading_keys", "reload_keys_on_sighup",
-           "waitress_settings"]
+           "SighupTaker", "waitress_settings"]
 
 
 def reload_keys_on_sighup(relay) -> Any:
@@ -58,38 +59,91 @@ def reload_keys_on_sighup(relay) -> Any:
     return signal.signal(signal.SIGHUP, reload)
 
 
+class SighupTaker:
+    """SIGHUP blocked in the main thread, so in every thread started from it after
+    :meth:`start` and in its forked children, and each SIGHUP taken with ``sigwait`` by a
+    thread, ``raider-gateway-sighup``, that calls ``on_sighup()`` (what it raises is logged).
+    A SIGHUP that comes while ``on_sighup`` runs stays pending: one more call after it.
+    Outside the main thread, :meth:`start` and :meth:`stop` do nothing. Also a context
+    manager: started inside, stopped on the way out.
+
+    Why not a handler: a signal handler runs only in the main thread, and only once that
+    thread runs Python code. A SIGHUP the kernel gives another thread (as it does while the
+    main thread starts a thread: thread creation blocks signals in the thread that creates it)
+    waits for the next signal when the main thread sleeps, as granian's master and workers do
+    until they stop."""
+
+    def __init__(self, on_sighup: Callable[[], Any]):
+        self._on_sighup = on_sighup
+        self._stopping = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._mask: Any = None
+        self._owner = os.getpid()
+
+    def start(self) -> "SighupTaker":
+        """Block SIGHUP in this (the main) thread and start the taking thread."""
+        if threading.current_thread() is threading.main_thread():
+            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+            self._thread = threading.Thread(target=self._take, name="raider-gateway-sighup",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and join the thread (bounded), then put the mask back; only in the process
+        that started it (a forked child's copy has no thread to stop)."""
+        if self._thread is None or os.getpid() != self._owner:
+            return
+        self._stopping.set()
+        signal.pthread_kill(self._thread.ident, signal.SIGHUP)  # type: ignore[arg-type]
+        self._thread.join(5)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+        self._thread = None
+
+    def _take(self) -> None:
+        while True:
+            signal.sigwait({signal.SIGHUP})
+            if self._stopping.is_set():
+                return
+            try:
+                self._on_sighup()
+            except Exception:
+                log.exception("gateway: SIGHUP not acted on")
+
+    def __enter__(self) -> "SighupTaker":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
 def relay_reloading_keys(build: Callable[[], R]) -> R:
     """``build()``, the relay of a worker process of the gateway's own (granian's or
     gunicorn's), with every SIGHUP to the worker reloading its keys, one that comes while it
     builds included; blocks while it builds. Raises what ``build`` raises, the signal mask as
     it was. Outside the main thread: ``build()`` alone.
 
-    A signal handler runs only in the main thread, and only once that thread runs Python code:
-    a SIGHUP the kernel gives another thread (one that is being started: thread creation
-    blocks signals in the thread that creates it) waits, under granian, until the next signal,
-    as its workers' main thread sleeps until they stop. So SIGHUP is blocked here, before the
-    relay and the engine start their threads, which inherit the mask, and a thread of the
-    worker's (``raider-gateway-sighup``, living as long as the worker) takes each one with
-    ``sigwait`` and reloads. A SIGHUP during a reload stays pending: one more reload after it,
-    so the last config written is the one loaded. The handler of :func:`reload_keys_on_sighup`
+    SIGHUP is blocked before ``build`` (a :class:`SighupTaker`, whose thread lives as long as
+    the worker): the relay and the engine start their threads after it, and a SIGHUP during
+    the build, after the keys were read, reloads once the relay is built. Without that it
+    would end the worker (SIGHUP's default action) or, in a forked granian worker, run the
+    master's handler it inherited and be lost. The handler of :func:`reload_keys_on_sighup`
     is set as well, for a thread started before this one that does not block SIGHUP."""
-    if threading.current_thread() is not threading.main_thread():
-        return build()
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    built = threading.Event()
+    relay: list = []
+
+    def reload() -> None:
+        built.wait()  # a SIGHUP during the build: once it is done
+        if relay:
+            relay[0].reload_keys()
+
+    taker = SighupTaker(reload).start()
     try:
-        relay = build()
+        relay.append(build())
     except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        built.set()
+        taker.stop()
         raise
-    reload_keys_on_sighup(relay)
-
-    def take_sighups() -> None:
-        while True:
-            signal.sigwait({signal.SIGHUP})  # one that came while the relay was built first
-            try:
-                relay.reload_keys()  # type: ignore[attr-defined]
-            except Exception:
-                log.exception("gateway: keys not reloaded")
-
-    threading.Thread(target=take_sighups, name="raider-gateway-sighup", daemon=True).start()
-    return relay
+    built.set()
+    reload_keys_on_sighup(relay[0])
+    return relay[0]

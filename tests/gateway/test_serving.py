@@ -223,8 +223,7 @@ def send():
     os.kill(os.getpid(), signal.SIGHUP)
     sent.set()
 threading.Thread(target=send).start()  # ... and the next one is taken
-parked = threading.Event()  # the main thread asleep, as a granian worker's
-print(parked.wait(0.01) or relay.reloads.acquire(timeout=10))
+print(relay.reloads.acquire(timeout=10))  # while the main thread waits, as a granian worker's
 print(len(failures), [t.name for t in threading.enumerate() if t.name == "raider-gateway-sighup"])
 """
 
