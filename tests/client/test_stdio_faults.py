@@ -594,9 +594,17 @@ def test_the_context_manager_starts_and_stops(started):
     assert server.status == "stopped" and gone(pid)
 
 
+def stalled(server) -> None:
+    """Have the fake stop reading its stdin, and wait (bounded) until it has: a request
+    written before would still be read and answered."""
+    server.call_tool_f("mcp__fake__stall", {})
+    poll(lambda: server.stderr_tail[-1:] == ["fake server stalls: it reads no more"],
+         what="the fake stalled")
+
+
 def test_a_server_that_stops_reading_stdin_cannot_hang_calls_or_stop(started):
     server = started()
-    server.call_tool_f("mcp__fake__stall", {})   # the fake reads no more after this line
+    stalled(server)
     outcome: dict[str, BaseException] = {}
 
     def call(label, arguments, timeout):
@@ -629,7 +637,7 @@ def test_a_server_that_stops_reading_stdin_cannot_hang_calls_or_stop(started):
     poll(lambda: server.status == "failed", what="status failed")
     # the same sentence whichever saw it first, the writer or the reader
     assert server.reason == ("MCP server 'fake' stopped reading its stdin and was killed: "
-                             "fake server ready")
+                             "fake server stalls: it reads no more")
     started_at = time.monotonic()
     server.stop()
     assert time.monotonic() - started_at < 2
@@ -637,7 +645,7 @@ def test_a_server_that_stops_reading_stdin_cannot_hang_calls_or_stop(started):
 
 def test_stop_is_not_blocked_by_a_write_to_a_server_that_stopped_reading(started):
     server = started("ignore-term", kill_grace=0.3)
-    server.call_tool_f("mcp__fake__stall", {})
+    stalled(server)
     writer = threading.Thread(target=lambda: server.call_tool_f(
         "mcp__fake__echo", {"message": "w" * (4 * 1024 * 1024)}, timeout=60),
         name="test-blocked-writer")

@@ -40,8 +40,8 @@ Modes:
 Tools: echo, crash (with "signal": N it kills itself with that signal instead), big (20 MB
   text), sleep (never answers), error (JSON-RPC error),
   answers (reports what the client answered to the "ask" requests), seen (every request and
-  notification received so far, as JSON [{method, params}]), stall (stops reading stdin and
-  never answers), log (sends notifications/message with the level and data given).
+  notification received so far, as JSON [{method, params}]), stall (says so on stderr, stops reading
+  stdin and never answers), log (sends notifications/message with the level and data given).
 """
 import json
 import os
@@ -149,6 +149,8 @@ def call(msg_id, params):
     elif name == "seen":
         result(msg_id, {"content": [{"type": "text", "text": json.dumps(seen)}]})
     elif name == "stall":
+        sys.stderr.write("fake server stalls: it reads no more\n")  # a test waits for this
+        sys.stderr.flush()
         time.sleep(1000)
     elif name == "log":
         send({"jsonrpc": "2.0", "method": "notifications/message",
