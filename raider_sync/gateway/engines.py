@@ -53,7 +53,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 from .config import GatewayConfig
-from .metrics import MULTIPROC_ENV
+from .metrics import MULTIPROC_ENV, mark_dead
 from .relay import Relay
 from .serving import (
     HEADER_TIMEOUT,
@@ -293,6 +293,18 @@ def serve_granian(config_path: str, host: str, port: int, threads: int, workers:
                         os.kill(pid, signal.SIGHUP)
                     except OSError:
                         pass
+
+        def _respawn_workers(self, workers, spawn_target, target_loader, delay: float = 0):
+            # a worker replaced (it died, or outlived its lifetime) leaves its live gauges
+            # in the metrics folder, which every scrape would go on summing: gone with it,
+            # as gunicorn's child_exit hook has them gone (.workers)
+            replaced = [self.wrks[idx].inner.pid for idx in workers]
+            try:
+                return super()._respawn_workers(workers, spawn_target, target_loader, delay)
+            finally:
+                for pid in replaced:
+                    if pid is not None:
+                        mark_dead(pid)
 
     server = Master("raider_sync.gateway.relay:Relay", address=host, port=port,
                     **granian_settings(threads, header_timeout, connections, workers))

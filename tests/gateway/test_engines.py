@@ -444,3 +444,49 @@ def test_a_second_signal_while_the_worker_closes_stops_it_without_closing_again(
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == f"1 {sorted([int(signal.SIGINT), int(signal.SIGTERM)])}"
+
+
+def test_a_dead_workers_open_streams_leave_the_metrics(tmp_path, upstream, engine):
+    # under several workers the gauges live in files of the metrics folder, one per process:
+    # those of a worker that died must go with it, or every scrape counts its streams forever
+    parser = pytest.importorskip("prometheus_client.parser")
+    if not engine:
+        pytest.importorskip("gunicorn")
+    token = "metrics-operator-token-42"
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"servers": [{"name": "fake", "url": f"{upstream.url}/base"}],
+                                "keys": [{"id": "alice", "env": "ALICE", "servers": ["fake"]}],
+                                "metrics": {"env": "METRICS"}}))
+    proc, url = relay_process(str(path), {"ALICE": ALICE, "METRICS": token,
+                                          "PROMETHEUS_MULTIPROC_DIR": str(folder)},
+                              *engine, "--workers", "2", "--threads", "4")
+
+    def open_streams() -> float:
+        answer = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"},
+                              timeout=10)
+        assert answer.status_code == 200, answer.text
+        return sum(sample.value
+                   for family in parser.text_string_to_metric_families(answer.text)
+                   for sample in family.samples
+                   if sample.name == "raider_gateway_open_streams"
+                   and sample.labels == {"key": "alice", "server": "fake"})
+
+    try:
+        with open_stream(url, "sse-gated"):
+            assert wait_until(lambda: open_streams() == 1)
+            # the worker holding the stream is the one with a live gauge's file
+            [holder] = {int(name.stem.rsplit("_", 1)[1])
+                        for name in folder.glob("gauge_livesum_*.db")}
+            assert holder in {p.pid for p in psutil.Process(proc.pid).children()}
+            os.kill(holder, signal.SIGKILL)
+            assert wait_until(lambda: holder not in {
+                p.pid for p in psutil.Process(proc.pid).children()}, timeout=20)
+            assert wait_until(lambda: open_streams() == 0, timeout=20)
+        assert wait_until(lambda: len(psutil.Process(proc.pid).children()) == 2, timeout=20)
+        assert requests.post(f"{url}/mcp/fake", headers=AUTH, json={}, timeout=10).ok
+        assert proc.poll() is None
+    finally:
+        upstream.gate.set()
+        stop_group(proc)
