@@ -554,7 +554,7 @@ class McpServer:
         return self._asks.request_f(method, params, max(deadline.left(), 0.001), **options)
 
     def _task_identity(self) -> dict:
-        return self._calls.task_identity()
+        return self._calls.identity.of()
 
     def limit_content(self, content: list[dict], is_error: bool = False) -> list[dict]:
         """The content blocks with their text held to :attr:`max_output_tokens` (see

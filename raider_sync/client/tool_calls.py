@@ -12,9 +12,6 @@ safe retries (:mod:`raider_sync.client.retries`).
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
-import shlex
 import time
 from concurrent.futures import Future
 from typing import Any, Callable
@@ -23,7 +20,6 @@ from ..errors import (
     InvalidArgument,
     McpError,
     RaiderError,
-    TaskNotResumable,
     ToolTimeout,
     TransportError,
     UnknownTool,
@@ -46,6 +42,7 @@ from .retries import (
     retry_choice,
     safe_to_repeat,
 )
+from .task_identity import TaskIdentity
 from .tasks import Created, FollowOptions, TaskFuture, TaskHandle, TaskStatus, TaskTracker
 from .tasks.choice import wire_for, wire_named
 
@@ -67,6 +64,8 @@ class ToolCalls:
         self.catalog = catalog
         self.tracker = tracker
         self.waiting = waiting
+        #: what a task's handle says of this server, and whether a handle is its to follow
+        self.identity = TaskIdentity(owner)
         self._wire: tuple[Any, Any] = (None, None)  # (era, its tasks wire): chosen once per era
         self._message: tuple[float, str] = (0.0, "")  # (seconds, the timeout's message)
 
@@ -308,36 +307,6 @@ class ToolCalls:
             self._wire = (era, wire)
         return wire
 
-    def task_identity(self) -> dict:
-        """What a TaskHandle says of this server: never headers, environment or tokens."""
-        return {"server": self.owner.key, "fingerprint": self._task_fingerprint(),
-                "transport": self.owner.transport, "instance": self._task_instance(),
-                "session": self._task_session(), "protocol_version": self.owner.protocol_version}
-
-    def _task_fingerprint(self) -> str:
-        spec = self.owner.spec
-        if self.owner.transport in ("http", "sse"):
-            return str(spec.url)
-        if spec.command:
-            return shlex.join([spec.command, *spec.args])
-        return f"{self.owner.transport}:{self.owner.name}"
-
-    def _task_instance(self) -> int | None:
-        """The process a task lives in, when it lives in one: a stdio server's pid; this
-        process for one served in it; None over HTTP (any client may follow the task)."""
-        if self.owner.transport in ("http", "sse"):
-            return None
-        return self.owner.pid if self.owner.transport == "stdio" else os.getpid()
-
-    def _task_session(self) -> str | None:
-        """A digest of the HTTP session (``Mcp-Session-Id``) a handshake-era connection
-        holds: such a server keeps its tasks per session. Not the id: whoever holds it may
-        act in the session. None for the stateless era, stdio, or a server without one."""
-        session_id = getattr(self.owner._transport, "session_id", None)
-        if self.owner.era != "legacy" or not isinstance(session_id, str) or not session_id:
-            return None
-        return hashlib.sha256(session_id.encode()).hexdigest()[:32]
-
     def resume_task_f(self, handle: TaskHandle, *, timeout: float | None = None,
                       task_timeout: float | None = None,
                       on_status: Callable[[TaskStatus], None] | None = None,
@@ -355,7 +324,7 @@ class ToolCalls:
                                       f"{type(handle).__name__}")
             bound = self.owner._bound(timeout, method)
             self._task_choices(task_timeout, None, method)
-            self._check_handle(handle, started=False)
+            self.identity.check(handle, started=False)
         except RaiderError as exc:
             future.set_exception(exc)
             return future
@@ -370,7 +339,7 @@ class ToolCalls:
 
         def send(session: Session, era: Era, deadline: Deadline, inline: bool) -> Future:
             try:
-                self._check_handle(handle, started=True)
+                self.identity.check(handle, started=True)
                 wire = wire_named(handle.era, era.name, self.owner._task_send, handle)
             except RaiderError as exc:
                 return failed(exc)
@@ -403,26 +372,6 @@ class ToolCalls:
         except KeyboardInterrupt:
             future.detach()  # a resume lets go of the task, as it found it: running
             raise
-
-    def _check_handle(self, handle: TaskHandle, started: bool) -> None:
-        """Raise TaskNotResumable when ``handle`` is not this server's to follow."""
-        def refuse(why: str) -> TaskNotResumable:
-            return TaskNotResumable(INTERNAL_ERROR, f"task {handle.task_id} cannot be resumed "
-                                    f"by MCP server {self.owner.name!r}: {why}", handle=handle)
-        if handle.transport != self.owner.transport:
-            raise refuse(f"it ran over {handle.transport}, this server is {self.owner.transport}")
-        mine = self._task_fingerprint()
-        if handle.fingerprint != mine:
-            raise refuse(f"it ran on {handle.fingerprint!r}, this server is {mine!r}")
-        if started and handle.instance != self._task_instance():
-            raise refuse(f"a {handle.transport} server's task lives in the server's process "
-                         f"({handle.instance}), and this server is another one "
-                         f"({self._task_instance()})")
-        if started and handle.session is not None and handle.session != self._task_session():
-            raise refuse("a 2025-11-25 task lives in the HTTP session (Mcp-Session-Id) that "
-                         "created it, where the server keeps it, and this client holds "
-                         "another session (another McpServer or process, or a reconnect); "
-                         "only the client of that session can follow it")
 
     def shape_result(self, result: Any, name: str = "", original: str = "",
                       raising: bool = False) -> dict:
