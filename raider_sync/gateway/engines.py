@@ -37,7 +37,11 @@ Where granian differs from waitress (docs/gateway.md "Deploying" has the table):
   instead of granian's own respawn of every worker;
 - SIGTERM ends the relayed streams before granian waits for the answers in progress, and a
   request's environ holds the request alone, not a copy of the process environment as
-  granian's own WSGI callback makes it (:func:`_hook_worker`).
+  granian's own WSGI callback makes it (:func:`_hook_worker`);
+- the master and every worker take SIGHUP, SIGINT and SIGTERM on a thread of their own
+  (:class:`~raider_sync.gateway.serving.SignalTaker`), blocked from the master's start on and
+  so in each worker from its fork on: a signal that comes while a worker starts waits for it
+  (:class:`_WorkerStop`), instead of being lost until granian's kill.
 """
 from __future__ import annotations
 
@@ -58,7 +62,7 @@ from .relay import Relay
 from .serving import (
     HEADER_TIMEOUT,
     BodyCut,
-    SighupTaker,
+    SignalTaker,
     connection_limit,
     relay_reloading_keys,
 )
@@ -207,20 +211,30 @@ def granian_app(config_path: str, threads: int, usage_log: Optional[str] = None)
     ``config_path`` behind :class:`GranianApp`, its keys reloaded on SIGHUP (the
     worker's main thread loads it, a SIGHUP while it does included). Raises ConfigError for a
     bad config."""
-    relay = relay_reloading_keys(lambda: Relay(GatewayConfig.load(config_path),
-                                               usage_log=usage_log, threads=threads))
+    stopping = _WorkerStop()
+    # SIGINT and SIGTERM are blocked from the fork on (the master blocks them, see
+    # serve_granian): one sent while the worker starts waits for this taker
+    taker = SignalTaker({signal.SIGINT, signal.SIGTERM}, stopping.request,
+                        "raider-gateway-stop").start()
+    try:
+        relay = relay_reloading_keys(lambda: Relay(GatewayConfig.load(config_path),
+                                                   usage_log=usage_log, threads=threads))
+    except BaseException:
+        taker.stop()
+        raise
     app = GranianApp(relay)
-    _hook_worker(app)
+    _hook_worker(app, stopping)
     return app
 
 
-def _hook_worker(app: GranianApp) -> None:
+def _hook_worker(app: GranianApp, stopping: Optional["_WorkerStop"] = None) -> None:
     """Two changes to the granian worker this runs in (granian 2.8, pinned; both made where
     its worker looks them up after loading the app): requests are called through
     :func:`_callback`, and SIGTERM and SIGINT close ``app`` (its streams end) before granian's
     own handler stops the worker. granian waits for every answer in progress before a worker
     exits, and a relayed stream has no end of its own: without this its worker would be killed
-    after ``GRACEFUL_TIMEOUT`` seconds."""
+    after ``GRACEFUL_TIMEOUT`` seconds. ``stopping`` (a :class:`_WorkerStop`; a new one by
+    default) is told of granian's handlers, and decides what each signal does."""
     from granian import _signals
     from granian.server import mp
 
@@ -232,27 +246,75 @@ def _hook_worker(app: GranianApp) -> None:
     mp._wsgi_call_wrap = _callback  # type: ignore[assignment]
 
     installed = _signals.set_sync_signals
-    closing: list[int] = []  # the signal that began closing: a second one only stops
+    stopping = stopping if stopping is not None else _WorkerStop()
 
     def set_sync_signals():
         event = installed()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            stop = signal.getsignal(sig)
-            if callable(stop):
-                def close_first(signum, frame, stop=stop):
-                    # A second signal often comes while the first one closes (Ctrl-C reaches
-                    # the master and its workers, and the master then stops each worker): it
-                    # runs on this same thread, inside close(), and closing again there would
-                    # wait forever on a lock the interrupted close() holds
-                    if not closing:
-                        closing.append(signum)
-                        app.close()  # quick: shuts the upstreams, joins the watcher (bounded)
-                    stop(signum, frame)
-
-                signal.signal(sig, close_first)
+        granians = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        granians = {sig: stop for sig, stop in granians.items() if callable(stop)}
+        for sig in granians:  # a signal taken by a handler (not blocked) goes the same way
+            signal.signal(sig, lambda signum, frame: stopping.request(signum))
+        stopping.attach(app, granians)
         return event
 
     _signals.set_sync_signals = set_sync_signals
+
+
+class _WorkerStop:
+    """What SIGINT and SIGTERM do in a granian worker, wherever they are taken (the worker's
+    :class:`~raider_sync.gateway.serving.SignalTaker` thread, or a handler): the first closes
+    the app, so its streams end, then has granian stop the worker; a later one only has granian
+    stop it. A signal that comes before granian's handlers are known (the worker is still
+    being built) is kept, and acted on once they are (:meth:`attach`). Thread-safe; never
+    holds its lock while the app closes.
+
+    A second signal often comes while the first one closes (Ctrl-C reaches the master and its
+    workers, and the master then stops each worker); run in a handler it runs on the same
+    thread, inside close(), and closing again there would wait forever on a lock the
+    interrupted close() holds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._app: Optional[GranianApp] = None
+        self._granians: Optional[dict] = None  # signal -> granian's handler, once known
+        self._pending: Optional[int] = None
+        self._closing = False
+
+    def request(self, signum: int) -> None:
+        """Stop the worker for ``signum``; before :meth:`attach`, once it is called."""
+        with self._lock:
+            granians = self._granians
+            if granians is None:
+                if self._pending is None:
+                    self._pending = signum
+                return
+        self._act(signum, granians)
+
+    def attach(self, app: GranianApp, granians: dict) -> None:
+        """granian's handlers are set (``{signal: handler}``): a kept signal is acted on now."""
+        with self._lock:
+            self._app, self._granians = app, granians
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            self._act(pending, granians)
+
+    def _act(self, signum: int, granians: dict) -> None:
+        with self._lock:
+            first, self._closing = not self._closing, True
+        if first and self._app is not None:
+            self._app.close()  # quick: shuts the upstreams, joins the watcher (bounded)
+        stop = granians.get(signum)
+        if stop is not None:
+            stop(signum, None)
+
+
+def _master_signal(server: Any, signum: int) -> None:
+    """What a signal to granian's master does, as granian's own handlers would: SIGHUP reloads
+    (see ``Master._reload``), SIGINT and SIGTERM stop every worker, then the master."""
+    if signum == signal.SIGHUP:
+        server.signal_handler_reload()
+    else:
+        server.signal_handler_interrupt()
 
 
 def check_address(host: str, port: int) -> int:
@@ -317,8 +379,10 @@ def serve_granian(config_path: str, host: str, port: int, threads: int, workers:
     try:
         if ready is not None:
             ready(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
-        # granian's handler runs only in its main thread, asleep in granian's serve loop
-        with SighupTaker(server.signal_handler_reload):
+        # granian's handlers run only in its main thread, asleep in granian's serve loop;
+        # and blocked here, the signals are blocked in each worker from its fork on
+        with SignalTaker({signal.SIGHUP, signal.SIGINT, signal.SIGTERM},
+                         functools.partial(_master_signal, server), "raider-gateway-signals"):
             server.serve(target_loader=loader, wrap_loader=False)
     finally:
         if folder is not None and os.getpid() == master:

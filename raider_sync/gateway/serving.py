@@ -28,7 +28,7 @@ log = logging.getLogger("raider_sync.gateway")
 
 __all__ = ["BodyCut", "CHANNEL_TIMEOUT", "HEADER_TIMEOUT", "JOIN_LIMIT", "MAX_CONNECTIONS",
            "Serving", "connection_limit", "relay_reloading_keys", "reload_keys_on_sighup",
-           "SighupTaker", "waitress_settings"]
+           "SighupTaker", "SignalTaker", "waitress_settings"]
 
 
 def reload_keys_on_sighup(relay) -> Any:
@@ -59,33 +59,35 @@ def reload_keys_on_sighup(relay) -> Any:
     return signal.signal(signal.SIGHUP, reload)
 
 
-class SighupTaker:
-    """SIGHUP blocked in the main thread, so in every thread started from it after
-    :meth:`start` and in its forked children, and each SIGHUP taken with ``sigwait`` by a
-    thread, ``raider-gateway-sighup``, that calls ``on_sighup()`` (what it raises is logged).
-    A SIGHUP that comes while ``on_sighup`` runs stays pending: one more call after it.
-    Outside the main thread, :meth:`start` and :meth:`stop` do nothing. Also a context
-    manager: started inside, stopped on the way out.
+class SignalTaker:
+    """``signals`` blocked in the main thread, so in every thread started from it after
+    :meth:`start` and in its forked children, and each of them taken with ``sigwait`` by a
+    thread, ``name``, that calls ``on_signal(signum)`` (what it raises is logged). A signal
+    that comes while ``on_signal`` runs stays pending: one more call after it. Outside the
+    main thread, :meth:`start` and :meth:`stop` do nothing. Also a context manager: started
+    inside, stopped on the way out.
 
     Why not a handler: a signal handler runs only in the main thread, and only once that
-    thread runs Python code. A SIGHUP the kernel gives another thread (as it does while the
+    thread runs Python code. A signal the kernel gives another thread (as it does while the
     main thread starts a thread: thread creation blocks signals in the thread that creates it)
     waits for the next signal when the main thread sleeps, as granian's master and workers do
     until they stop."""
 
-    def __init__(self, on_sighup: Callable[[], Any]):
-        self._on_sighup = on_sighup
+    def __init__(self, signals: "set[int] | frozenset[int]", on_signal: Callable[[int], Any],
+                 name: str):
+        self._signals = frozenset(signals)
+        self._on_signal = on_signal
+        self._name = name
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._mask: Any = None
         self._owner = os.getpid()
 
-    def start(self) -> "SighupTaker":
-        """Block SIGHUP in this (the main) thread and start the taking thread."""
+    def start(self) -> "SignalTaker":
+        """Block the signals in this (the main) thread and start the taking thread."""
         if threading.current_thread() is threading.main_thread():
-            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
-            self._thread = threading.Thread(target=self._take, name="raider-gateway-sighup",
-                                            daemon=True)
+            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
+            self._thread = threading.Thread(target=self._take, name=self._name, daemon=True)
             self._thread.start()
         return self
 
@@ -95,26 +97,34 @@ class SighupTaker:
         if self._thread is None or os.getpid() != self._owner:
             return
         self._stopping.set()
-        signal.pthread_kill(self._thread.ident, signal.SIGHUP)  # type: ignore[arg-type]
+        signal.pthread_kill(self._thread.ident, min(self._signals))  # type: ignore[arg-type]
         self._thread.join(5)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
         self._thread = None
 
     def _take(self) -> None:
         while True:
-            signal.sigwait({signal.SIGHUP})
+            signum = signal.sigwait(self._signals)
             if self._stopping.is_set():
                 return
             try:
-                self._on_sighup()
+                self._on_signal(signum)
             except Exception:
-                log.exception("gateway: SIGHUP not acted on")
+                log.exception("gateway: %s not acted on", signal.Signals(signum).name)
 
-    def __enter__(self) -> "SighupTaker":
+    def __enter__(self) -> "SignalTaker":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class SighupTaker(SignalTaker):
+    """A :class:`SignalTaker` of SIGHUP alone, calling ``on_sighup()`` in its thread
+    ``raider-gateway-sighup``."""
+
+    def __init__(self, on_sighup: Callable[[], Any]):
+        super().__init__({signal.SIGHUP}, lambda signum: on_sighup(), "raider-gateway-sighup")
 
 
 def relay_reloading_keys(build: Callable[[], R]) -> R:

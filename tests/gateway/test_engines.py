@@ -19,6 +19,7 @@ import psutil
 import pytest
 import requests
 
+from conftest import free_port
 from gateway.support import (
     ALICE,
     AUTH,
@@ -225,6 +226,35 @@ def test_sigterm_ends_the_open_streams_and_every_process(tmp_path, upstream, eng
 
 
 # -- granian's own ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_granian_stops_at_once_when_told_to_while_its_workers_start(tmp_path, upstream, sig):
+    # a worker is told to stop while it still starts: between the fork and its relay's
+    # build it used to run the master's handlers it inherited, and the signal was lost
+    # until granian killed the worker after its grace period (10 s, every time)
+    pytest.importorskip("granian")
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"servers": [{"name": "fake", "url": f"{upstream.url}/base"}],
+                                "keys": [{"id": "alice", "env": "ALICE", "servers": ["fake"]}]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "raider_sync", "gateway", "--server", "granian", "--workers", "2",
+         "--config", str(path), "--listen", f"127.0.0.1:{free_port()}"],
+        env={**os.environ, "ALICE": ALICE}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        # the moment both are forked, which a poll with pauses would miss: a tight loop,
+        # bounded by its deadline
+        deadline = time.monotonic() + 30
+        while len(workers := [p.pid for p in psutil.Process(proc.pid).children()]) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "no two workers forked"
+        started = time.monotonic()
+        os.kill(proc.pid, sig)
+        assert proc.wait(15) == 0
+        assert time.monotonic() - started < 9  # before granian's kill after its grace
+        assert not any(psutil.pid_exists(pid) for pid in workers)
+    finally:
+        stop_group(proc)
+
 
 def test_granian_refuses_an_address_in_use(tmp_path, upstream):
     # its workers listen with SO_REUSEPORT, which alone would share the port with another
