@@ -104,10 +104,12 @@ def test_call_prompts_and_resources(peer, client):
         assert "Oslo" in prompt["messages"][0]["content"]["text"]
 
 
-def _slow(kind: str, seconds: float) -> tuple[str, dict]:
+def _slow(kind: str, seconds: float, steps: int = 4) -> tuple[str, dict]:
+    """A call of the peer's slow tool: ``seconds`` long, with ``steps`` progress
+    notifications spread over it."""
     if family(kind) == "everything":
-        return "mcp__peer__trigger-long-running-operation", {"duration": seconds, "steps": 4}
-    return "mcp__peer__slow", {"seconds": seconds, "steps": 4}
+        return "mcp__peer__trigger-long-running-operation", {"duration": seconds, "steps": steps}
+    return "mcp__peer__slow", {"seconds": seconds, "steps": steps}
 
 
 # a JSON answer carries no progress notifications; a stateless server has no GET stream to
@@ -283,7 +285,7 @@ def test_a_server_that_crashes_during_a_call_is_not_reported_as_unreachable(kind
         srv.start_f().result(WAIT)
         assert srv.status == "connected", srv.reason
         progressed = threading.Event()
-        name, args = _slow(kind, 30)
+        name, args = _slow(kind, 30, steps=300)  # its first progress after 0.1 s
         future = srv.call_tool_f(name, args, timeout=WAIT,
                                  on_progress=lambda *a: progressed.set())
         if kind == "everything":  # its answer is a stream: the call is under way once it moves

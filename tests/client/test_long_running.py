@@ -289,7 +289,7 @@ def test_an_unreachable_http_server_reads_degraded_until_it_answers_again(era):
         with hub:
             server = hub.client("peer")
             assert server.call_tool("mcp__peer__echo", {"message": "up"})["content"]
-            peer.stop()
+            peer.kill()  # gone at once (a graceful stop waits 5 s for the open listen stream)
             with pytest.raises(TransportError):
                 server.call_tool("mcp__peer__echo", {"message": "down"}, timeout=10)
             assert hub.statuses() == {"peer": "degraded"}
