@@ -244,7 +244,7 @@ def test_a_server_gone_makes_the_get_stream_say_degraded_at_once_and_connected_w
         srv.start_f().result(WAIT)
         assert srv.status == "connected", srv.reason
         poll(lambda: _listening(srv), what="the GET stream open")
-        peer.stop()
+        peer.kill()  # gone at once (a graceful stop waits 5 s for the open GET stream)
         poll(lambda: srv.status == "degraded", what="degraded without a call")
         assert "GET stream" in srv.reason and "Connection refused" in srv.reason, srv.reason
         peer.start()
@@ -264,7 +264,7 @@ def test_a_call_answer_again_makes_a_degraded_server_connected():
     try:
         srv.start_f().result(WAIT)
         poll(lambda: _listening(srv), what="the GET stream open")
-        peer.stop()
+        peer.kill()  # gone at once (a graceful stop waits 5 s for the open GET stream)
         poll(lambda: srv.status == "degraded", what="degraded without a call")
         peer.start()
         assert srv.call_tool("mcp__peer__echo", {"message": "back"}, timeout=WAIT).text == "back"
