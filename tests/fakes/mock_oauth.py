@@ -33,7 +33,10 @@ class _Quiet(WSGIRequestHandler):
 class MockOAuth:
     """Knobs: ``metadata_html`` (the AS metadata is an HTML page), ``hang_token`` (the token
     endpoint waits on ``release`` before answering), ``wrong_state``, ``refresh`` (issue
-    refresh tokens), ``expires_in``, ``device`` (offer the device grant)."""
+    refresh tokens), ``expires_in``, ``device`` (offer the device grant); and
+    ``authorize_after``, set any time: the authorization endpoint answers only once ``/mcp``
+    has answered that many 401s in all (``counts["401"]``; bounded), so that the calls a test
+    makes at once are all waiting for the one flow before it can end."""
 
     def __init__(self, **knobs):
         self.metadata_html = knobs.get("metadata_html", False)
@@ -42,8 +45,10 @@ class MockOAuth:
         self.refresh = knobs.get("refresh", False)
         self.expires_in = knobs.get("expires_in", 3600)
         self.device = knobs.get("device", False)
+        self.authorize_after = 0
         self.release = threading.Event()
         self.lock = threading.Lock()
+        self._counted = threading.Condition(self.lock)  # told of every count
         self.tokens: set[str] = set()
         self.refresh_tokens: set[str] = set()
         self.counts: dict[str, int] = {}
@@ -71,8 +76,9 @@ class MockOAuth:
     # -- the app -------------------------------------------------------------------------
 
     def _count(self, what: str) -> None:
-        with self.lock:
+        with self._counted:
             self.counts[what] = self.counts.get(what, 0) + 1
+            self._counted.notify_all()
 
     def app(self, environ, start_response):
         path = environ["PATH_INFO"]
@@ -109,6 +115,9 @@ class MockOAuth:
                                        "redirect_uris": data["redirect_uris"],
                                        "token_endpoint_auth_method": "none"}
         if path == "/authorize":
+            with self._counted:
+                self._counted.wait_for(lambda: self.counts.get("401", 0) >= self.authorize_after,
+                                       timeout=30)
             query = {k: v[0] for k, v in parse_qs(environ["QUERY_STRING"]).items()}
             state = "forged" if self.wrong_state else query["state"]
             target = query["redirect_uri"] + "?" + urlencode(
@@ -157,6 +166,7 @@ class MockOAuth:
         with self.lock:
             ok = auth.startswith("Bearer ") and auth[7:] in self.tokens
         if not ok:
+            self._count("401")
             meta = f"{self.base}/.well-known/oauth-protected-resource/mcp"
             return "401 Unauthorized", [("WWW-Authenticate", f'Bearer error="invalid_token", '
                                          f'resource_metadata="{meta}"')], {"error": "no"}
