@@ -69,8 +69,10 @@ def test_call_tool_f_shows_the_task_changing_and_polls_at_the_servers_pace(conne
     messages = [s.status_message for s in seen]
     for stage in ("Gathering sources...", "Analyzing content...", "Generating report..."):
         assert stage in messages, messages
-    # pollInterval is 1000 ms: never two polls closer than that (the timer's slack aside)
-    assert len(polls) >= 2, f"polled {len(polls)} times"
+    # pollInterval is 1000 ms: never two polls closer than that (the timer's slack aside).
+    # How many there are is the server's doing: each notifications/tasks/status it sends is
+    # a fresh status, and puts the next poll off by the interval again
+    assert polls, "never polled"
     assert all(b - a >= 0.9 for a, b in zip(polls, polls[1:], strict=False)), polls
 
 
