@@ -594,3 +594,28 @@ def served_past_slow_sockets(url: str, slow_sockets: int, legitimate: int) -> No
     finally:
         for sock in slow:
             sock.close()
+
+
+#: the operator's token of the metrics tests
+METRICS_TOKEN = "metrics-operator-token-42"
+
+
+def scrape(url: str, token: str = METRICS_TOKEN) -> dict[tuple, float]:
+    """Every sample of ``GET /metrics`` by (sample name, sorted labels), read with
+    prometheus-client's own parser."""
+    from prometheus_client import parser
+
+    answer = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"},
+                          timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["Content-Type"].startswith("text/plain")
+    samples = {}
+    for family in parser.text_string_to_metric_families(answer.text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    """The sample ``name`` with ``labels`` in what :func:`scrape` read; 0 when absent."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)

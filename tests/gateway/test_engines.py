@@ -24,14 +24,17 @@ from gateway.support import (
     ALICE,
     AUTH,
     BOB,
+    METRICS_TOKEN,
     address,
     open_stream,
     read_until_answer_ends,
     read_until_closed,
     relay_process,
     room_for,
+    scrape,
     served_past_slow_sockets,
     stop_group,
+    value,
     wait_until,
 )
 
@@ -49,14 +52,21 @@ def engine(request) -> list[str]:
     return []
 
 
-def start(tmp_path, upstream, engine: list[str], *extra: str, **settings):
-    """The relay for ``upstream`` (alice's key, or the keys of ``settings``) on a free port."""
+def write_config(tmp_path, upstream, **settings) -> str:
+    """The path of a config relaying to ``upstream`` as ``fake``, for alice's key (unless
+    ``settings`` give keys or a keys folder), with ``settings`` added."""
     path = tmp_path / "gateway.json"
     if "keys_dir" not in settings:
         settings.setdefault("keys", [{"id": "alice", "env": "ALICE", "servers": ["fake"]}])
     path.write_text(json.dumps({"servers": [{"name": "fake", "url": f"{upstream.url}/base"}],
                                 **settings}))
-    return relay_process(str(path), {"ALICE": ALICE}, *engine, *extra)
+    return str(path)
+
+
+def start(tmp_path, upstream, engine: list[str], *extra: str, **settings):
+    """The relay for ``upstream`` (alice's key, or the keys of ``settings``) on a free port."""
+    return relay_process(write_config(tmp_path, upstream, **settings), {"ALICE": ALICE},
+                         *engine, *extra)
 
 
 def test_slow_sockets_cost_no_thread_and_legitimate_calls_are_served(tmp_path, upstream, engine):
@@ -233,12 +243,9 @@ def test_granian_stops_at_once_when_told_to_while_its_workers_start(tmp_path, up
     # build it used to run the master's handlers it inherited, and the signal was lost
     # until granian killed the worker after its grace period (10 s, every time)
     pytest.importorskip("granian")
-    path = tmp_path / "gateway.json"
-    path.write_text(json.dumps({"servers": [{"name": "fake", "url": f"{upstream.url}/base"}],
-                                "keys": [{"id": "alice", "env": "ALICE", "servers": ["fake"]}]}))
     proc = subprocess.Popen(
         [sys.executable, "-m", "raider_sync", "gateway", "--server", "granian", "--workers", "2",
-         "--config", str(path), "--listen", f"127.0.0.1:{free_port()}"],
+         "--config", write_config(tmp_path, upstream), "--listen", f"127.0.0.1:{free_port()}"],
         env={**os.environ, "ALICE": ALICE}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -479,29 +486,18 @@ def test_a_second_signal_while_the_worker_closes_stops_it_without_closing_again(
 def test_a_dead_workers_open_streams_leave_the_metrics(tmp_path, upstream, engine):
     # under several workers the gauges live in files of the metrics folder, one per process:
     # those of a worker that died must go with it, or every scrape counts its streams forever
-    parser = pytest.importorskip("prometheus_client.parser")
+    pytest.importorskip("prometheus_client.parser")
     if not engine:
         pytest.importorskip("gunicorn")
-    token = "metrics-operator-token-42"
     folder = tmp_path / "metrics"
     folder.mkdir()
-    path = tmp_path / "gateway.json"
-    path.write_text(json.dumps({"servers": [{"name": "fake", "url": f"{upstream.url}/base"}],
-                                "keys": [{"id": "alice", "env": "ALICE", "servers": ["fake"]}],
-                                "metrics": {"env": "METRICS"}}))
-    proc, url = relay_process(str(path), {"ALICE": ALICE, "METRICS": token,
-                                          "PROMETHEUS_MULTIPROC_DIR": str(folder)},
+    path = write_config(tmp_path, upstream, metrics={"env": "METRICS"})
+    proc, url = relay_process(path, {"ALICE": ALICE, "METRICS": METRICS_TOKEN,
+                                     "PROMETHEUS_MULTIPROC_DIR": str(folder)},
                               *engine, "--workers", "2", "--threads", "4")
 
     def open_streams() -> float:
-        answer = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"},
-                              timeout=10)
-        assert answer.status_code == 200, answer.text
-        return sum(sample.value
-                   for family in parser.text_string_to_metric_families(answer.text)
-                   for sample in family.samples
-                   if sample.name == "raider_gateway_open_streams"
-                   and sample.labels == {"key": "alice", "server": "fake"})
+        return value(scrape(url), "raider_gateway_open_streams", key="alice", server="fake")
 
     try:
         with open_stream(url, "sse-gated"):

@@ -15,29 +15,23 @@ from raider_sync.errors import ConfigError
 from raider_sync.gateway.config import GatewayConfig
 from raider_sync.gateway.metrics import UNLISTED, Metrics
 
-from gateway.support import ALICE, AUTH, BOB, Mcp, relay_process, stop_group, wait_until
+from gateway.support import (
+    ALICE,
+    AUTH,
+    BOB,
+    METRICS_TOKEN,
+    Mcp,
+    relay_process,
+    scrape,
+    stop_group,
+    value,
+    wait_until,
+)
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 
-TOKEN = "metrics-operator-token-42"
+TOKEN = METRICS_TOKEN
 METRICS_ENV = {"METRICS": TOKEN}
-
-
-def scrape(url: str, token: str = TOKEN) -> dict[tuple, float]:
-    """Every sample of ``GET /metrics`` by (sample name, sorted labels)."""
-    answer = requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"},
-                          timeout=10)
-    assert answer.status_code == 200, answer.text
-    assert answer.headers["Content-Type"].startswith("text/plain")
-    samples = {}
-    for family in prometheus_parser.text_string_to_metric_families(answer.text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
-
-
-def value(samples: dict, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def call(mcp: Mcp, tool: str, arguments: dict) -> dict:
