@@ -10,6 +10,7 @@ group) of its own, so stopping it reaches ``npx``/``uvx`` wrappers and whatever 
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import os
 import select
@@ -18,6 +19,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import Future
+from typing import Callable
 
 from ..errors import ConnectionClosed, RaiderError, RequestTimeout, last_stderr_line
 from ..protocol.messages import DEFAULT_MAX_MESSAGE_SIZE, encode_message, is_request
@@ -152,10 +154,13 @@ class StdioTransport(Transport):
         if answer is None or not alone or deadline is None or stdout is None:
             self.send(message, deadline=deadline)
             return
-        self._write(message, deadline)
-        stdout.lead(message.get("id"), answer, deadline)
+        stdout.lead(message.get("id"), answer, deadline,
+                    functools.partial(self._write, message, deadline))
 
-    def _write(self, message: dict, deadline: float | None) -> None:
+    def _write(self, message: dict, deadline: float | None,
+               on_wait: Callable[[], None] | None = None) -> None:
+        """Write ``message`` as one line; ``on_wait()`` is called once before it first
+        waits, for the lock or for room in the pipe (a caller that leads steps aside)."""
         data = encode_line(message)
         proc = self._proc
         if proc is None or self._closing:
@@ -163,12 +168,17 @@ class StdioTransport(Transport):
         left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
         held: list = []  # see raider_sync.threads.interrupts: a Ctrl-C cannot leave the lock held
         try:
-            acquire_into(held, self._write_lock, left)
+            acquire_into(held, self._write_lock, 0)
+            if not held:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
+                acquire_into(held, self._write_lock, left)
             if not held:
                 raise RequestTimeout(f"{self.name} did not read its stdin in time")
             if self._closing:
                 raise ConnectionClosed(f"{self.name} is not running", self.stderr_tail)
-            self._write_all(proc, data, deadline)
+            self._write_all(proc, data, deadline, on_wait)
             return
         except RaiderError:  # a RequestTimeout is an OSError too: it is no broken pipe
             raise
@@ -193,14 +203,15 @@ class StdioTransport(Transport):
             reader.join(_STDERR_DRAIN_SECONDS + _EXITING_SECONDS + _EXIT_CODE_WAIT_SECONDS)
         return True
 
-    def _write_all(self, proc: subprocess.Popen, data: bytes, deadline: float | None) -> None:
+    def _write_all(self, proc: subprocess.Popen, data: bytes, deadline: float | None,
+                   on_wait: Callable[[], None] | None = None) -> None:
         """Write ``data`` to the non-blocking stdin, waiting for room until ``deadline``. An
         interrupt that comes with part of the line written finishes the line first (within
         the deadline), so that the next message starts a line of its own."""
         fd = proc.stdin.fileno()  # type: ignore[union-attr]  # a pipe: never None
         written: list[int] = []  # what each write took (raider_sync.threads.interrupts)
         try:
-            self._write_from(proc, fd, data, written, deadline)
+            self._write_from(proc, fd, data, written, deadline, on_wait)
         except (KeyboardInterrupt, SystemExit):
             while 0 < sum(written) < len(data):
                 try:
@@ -212,7 +223,7 @@ class StdioTransport(Transport):
             raise
 
     def _write_from(self, proc: subprocess.Popen, fd: int, data: bytes, written: list[int],
-                    deadline: float | None) -> None:
+                    deadline: float | None, on_wait: Callable[[], None] | None = None) -> None:
         view = memoryview(data)
         while True:
             done = sum(written)
@@ -232,6 +243,9 @@ class StdioTransport(Transport):
                 self._stalled = True
                 self._signal_group(proc, signal.SIGKILL)
                 raise ConnectionClosed(self._gone_message(proc, "", False), self.stderr_tail)
+            if on_wait is not None:
+                on_wait()
+                on_wait = None
             # a pipe whose reader has gone selects writable, and the write then fails
             select.select([], [fd], [], left)
 

@@ -13,6 +13,10 @@ After a caller's turn the reader thread leaves stdout alone for :data:`LEND_SECO
 calls made one after another pass it on without waking the reader; it takes the turn back
 after that, at once when a request was sent that no caller reads for, and gives it up when a
 caller asks. What the server sends on its own between such calls is read within that time.
+A caller asks before it writes its request, and the reader thread reads nothing while one
+asks: the answer cannot reach the reader thread first. A caller whose write must wait (for
+the lock, for room in the pipe) stops asking meanwhile, since the server may read its stdin
+only once its stdout is read.
 
 Ctrl-C. Python runs signal handlers on the main thread, between bytecodes: bytes held only
 by a local variable there could be lost between the read and their use, and with them other
@@ -89,20 +93,31 @@ class StdoutReader:
 
     # -- callers -------------------------------------------------------------------------
 
-    def lead(self, request_id: Any, answer: Future, deadline: float) -> None:
-        """Read stdout on this thread until ``answer`` is done (or what came is not for this
-        thread to take, stdout ends, the transport stops or ``deadline`` passes), unless
-        another caller reads already: it then takes the answer, or leaves it to the reader
-        thread. Blocks while the reader thread finishes what it has read. Raises what an
-        interrupt raises; nothing read is lost by it."""
+    def lead(self, request_id: Any, answer: Future, deadline: float,
+             write: Callable[[Callable[[], None]], None]) -> None:
+        """``write(on_wait)`` the request, then read stdout on this thread until ``answer``
+        is done (or what came is not for this thread to take, stdout ends, the transport
+        stops or ``deadline`` passes), unless another caller reads already: it then takes the
+        answer, or leaves it to the reader thread. Blocks while the reader thread finishes
+        what it has read. Raises what ``write`` and an interrupt raise; nothing read is lost
+        by it."""
         me = threading.get_ident()
         try:
-            self._askers.add(me)  # from here on the reader thread takes no turn
+            # asking before the request is written: the reader thread, which neither takes
+            # the turn nor reads while a caller asks, cannot be the one to read the answer.
+            # A write that must wait (for the lock, for room) steps aside meanwhile: the
+            # server may be waiting for its stdout to be read before it reads its stdin.
+            self._askers.add(me)
+            if self._reader_holds:
+                self._wake()  # it lets go at its next look
+            write(self._step_aside)
+            if me not in self._askers:
+                self._askers.add(me)
+                if self._reader_holds:
+                    self._wake()
             if self.ended or (self._turn.locked() and not self._reader_holds):
                 self.want_reader()  # ended, or another caller reads: it takes or passes on
                 return
-            if self._reader_holds:
-                self._wake()  # it lets go at its next look
             with self._turn:  # a `with`: an interrupt cannot leave the lock held
                 self._leader = me
                 try:
@@ -115,6 +130,11 @@ class StdoutReader:
             self._askers.discard(me)
             if self._wanted or self._inbox or self._at_eof or self.ended:
                 self._wake()
+
+    def _step_aside(self) -> None:
+        """This caller's write waits: the reader thread reads meanwhile."""
+        self._askers.discard(threading.get_ident())
+        self.want_reader()
 
     def want_reader(self) -> None:
         """A request was sent that no caller reads for: the reader thread takes the turn as
@@ -194,8 +214,9 @@ class StdoutReader:
         return max(0.001, LEND_SECONDS - (time.monotonic() - self._lent_at))
 
     def reader_read(self) -> None:
-        """Read what stdout has (the reader thread holds the turn) and take it."""
-        if self._fill():
+        """Read what stdout has (the reader thread holds the turn) and take it; nothing while
+        a caller asks for the turn: what came may be its answer, which it reads itself."""
+        if not self._askers and self._fill():
             self._take_inbox()
 
     def reader_release(self) -> None:

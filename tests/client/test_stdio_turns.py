@@ -136,12 +136,24 @@ def test_the_reader_takes_stdout_back_once_callers_pause(connected, monkeypatch)
     poll(lambda: stdout._reader_holds, WAIT, "the reader holding stdout again")
     monkeypatch.setattr(stdout_module, "LEND_SECONDS", 3600.0)  # and now leaving it for good
     names = settled_on(server)
-    # the next caller asks for stdout (the reader may still take that answer, should it come
-    # first), and the one after it reads its answer itself again
+    # the next caller asks for stdout before it sends: the reader lets go and leaves the
+    # answer to it, and the one after it reads its answer itself again
     assert server.call_tool("mcp__fake__echo", {"message": "y"}).text == "y"
     assert server.call_tool("mcp__fake__echo", {"message": "z"}).text == "z"
-    assert names[1:] == [threading.current_thread().name]
+    assert names == [threading.current_thread().name] * 2
     assert not stdout._reader_holds
+
+
+def test_a_caller_whose_write_waits_leaves_stdout_to_the_reader_meanwhile(connected, monkeypatch):
+    """A server busy writing a long answer reads its stdin only once that answer is read. A
+    caller whose request does not fit the pipe must not keep stdout from the reader thread
+    while it waits for room: both would wait until the caller's deadline."""
+    monkeypatch.setattr(stdout_module, "LEND_SECONDS", 3600.0)  # no lending runs out
+    server = connected(max_output_tokens=10_000_000)
+    big = server.call_tool_f("mcp__fake__big", {}, timeout=WAIT)  # 20 MB: the server blocks
+    message = "s" * (4 * 1024 * 1024)  # far more than a pipe holds
+    assert server.call_tool("mcp__fake__echo", {"message": message}, timeout=WAIT).text == message
+    assert len(big.result(WAIT).text) == 20 * 1024 * 1024
 
 
 def test_a_stop_ends_the_reader_while_stdout_is_lent_for_long(connected, monkeypatch):
