@@ -514,9 +514,9 @@ def _handler(fake: FaultServer):
         def _legacy_stream(self):
             self._start_stream()
             lock = threading.Lock()
-            with lock:
+            with lock:  # known before the endpoint is told: a POST may follow at once
+                fake._legacy.append((self, lock))
                 self._chunk(f"event: endpoint\ndata: {fake.legacy_endpoint}\n\n")
-            fake._legacy.append((self, lock))
             try:
                 while not fake.stopping.wait(0.05):
                     with lock:
