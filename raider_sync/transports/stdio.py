@@ -159,8 +159,8 @@ class StdioTransport(Transport):
 
     def _write(self, message: dict, deadline: float | None,
                on_wait: Callable[[], None] | None = None) -> None:
-        """Write ``message`` as one line; ``on_wait()`` is called once before it first
-        waits, for the lock or for room in the pipe (a caller that leads steps aside)."""
+        """Write ``message`` as one line; ``on_wait()`` is called before each wait, for the
+        lock or for room in the pipe (a caller that leads steps aside)."""
         data = encode_line(message)
         proc = self._proc
         if proc is None or self._closing:
@@ -169,10 +169,9 @@ class StdioTransport(Transport):
         held: list = []  # see raider_sync.threads.interrupts: a Ctrl-C cannot leave the lock held
         try:
             acquire_into(held, self._write_lock, 0)
-            if not held:
+            if not held:  # another thread writes: wait for it
                 if on_wait is not None:
                     on_wait()
-                    on_wait = None
                 acquire_into(held, self._write_lock, left)
             if not held:
                 raise RequestTimeout(f"{self.name} did not read its stdin in time")
@@ -245,7 +244,6 @@ class StdioTransport(Transport):
                 raise ConnectionClosed(self._gone_message(proc, "", False), self.stderr_tail)
             if on_wait is not None:
                 on_wait()
-                on_wait = None
             # a pipe whose reader has gone selects writable, and the write then fails
             select.select([], [fd], [], left)
 

@@ -107,14 +107,9 @@ class StdoutReader:
             # the turn nor reads while a caller asks, cannot be the one to read the answer.
             # A write that must wait (for the lock, for room) steps aside meanwhile: the
             # server may be waiting for its stdout to be read before it reads its stdin.
-            self._askers.add(me)
-            if self._reader_holds:
-                self._wake()  # it lets go at its next look
+            self._ask(me)
             write(self._step_aside)
-            if me not in self._askers:
-                self._askers.add(me)
-                if self._reader_holds:
-                    self._wake()
+            self._ask(me)  # again, had the write stepped aside
             if self.ended or (self._turn.locked() and not self._reader_holds):
                 self.want_reader()  # ended, or another caller reads: it takes or passes on
                 return
@@ -131,10 +126,21 @@ class StdoutReader:
             if self._wanted or self._inbox or self._at_eof or self.ended:
                 self._wake()
 
+    def _ask(self, me: int) -> None:
+        """Ask for the turn (a caller that asks already: nothing); the reader thread lets go
+        at its next look."""
+        if me not in self._askers:
+            self._askers.add(me)
+            if self._reader_holds:
+                self._wake()
+
     def _step_aside(self) -> None:
-        """This caller's write waits: the reader thread reads meanwhile."""
-        self._askers.discard(threading.get_ident())
-        self.want_reader()
+        """This caller's write waits: the reader thread reads meanwhile (a caller that
+        stepped aside already: nothing)."""
+        me = threading.get_ident()
+        if me in self._askers:
+            self._askers.discard(me)
+            self.want_reader()
 
     def want_reader(self) -> None:
         """A request was sent that no caller reads for: the reader thread takes the turn as
