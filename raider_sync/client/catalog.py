@@ -2,8 +2,9 @@
 
 :class:`Catalog` keeps the tools under their ``mcp__KEY__TOOL`` names (set from every page
 of ``tools/list``, filtered, checked by the era, re-listed in the background after
-``notifications/tools/list_changed``) and the prompt and resource lists, fetched on first use
-and cached until the server announces a change; a failing list is empty and not cached.
+``notifications/tools/list_changed`` once a connection is open) and the prompt and resource
+lists, fetched on first use and cached until the server announces a change; a failing list is
+empty and not cached.
 It fetches through ``fetch_all(method, field, seconds, timeout_message, cache)``, which its
 server gives it, and runs re-lists on a pool of its own (one thread, as long as the server).
 """
@@ -47,6 +48,8 @@ class Catalog:
         self._relist_queued = False
         self._tools_asked = 0  # tools/list fetches begun, and the newest whose answer is set
         self._tools_set = 0
+        self._connection = 0  # one per connection: forget() begins the next
+        self._opened = False  # whether this connection is open enough to list (see opened())
         self._lists: dict[str, Future] = {}
         self._background = self._new_background()
 
@@ -151,10 +154,16 @@ class Catalog:
     def _relist(self, future: Future) -> None:
         with self._lock:
             self._relist_queued = False
-        try:
-            self.fetch_tools(self.call_timeout)
-        except Exception as exc:  # noqa: BLE001 - keep the old list
-            self.warnings.append(f"re-listing the tools failed: {exc}")
+            connection, opened = self._connection, self._opened
+        # a connection not yet opened needs no re-list: its first list is asked for after
+        # this notice (a server may announce a change while the client still starts, before
+        # it knows the era it would list in)
+        if opened:
+            try:
+                self.fetch_tools(self.call_timeout)
+            except Exception as exc:  # noqa: BLE001 - keep the old list
+                if connection == self._connection:  # else a new connection lists afresh
+                    self.warnings.append(f"re-listing the tools failed: {exc}")
         with self._lock:
             if self._relist_queued:
                 return  # a newer list_changed came meanwhile: its re-list settles the future
@@ -213,9 +222,17 @@ class Catalog:
 
     # -- the connection's life -----------------------------------------------------------
 
+    def opened(self) -> None:
+        """A new connection knows its era: re-lists may run from now on (its first list, if
+        the server offers tools, comes next)."""
+        with self._lock:
+            self._opened = True
+
     def forget(self) -> None:
         """What an older connection listed is dropped."""
         with self._lock:
+            self._connection += 1
+            self._opened = False
             self.tools, self.original, self._lists = [], {}, {}
             self.output_schemas = {}
             if not self._tools_future.done():

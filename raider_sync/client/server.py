@@ -383,6 +383,7 @@ class McpServer:
     def _opened(self, session: Session, era: Era, deadline: Deadline) -> None:
         """A new connection settled its era: learn, and list the tools within ``deadline``."""
         self._learn(era)
+        self._catalog.opened()
         if "tools" in self.capabilities:  # a server without tools is not asked for them
             self._catalog.fetch_tools(deadline.left(), self._connection.startup_timeout_message())
 

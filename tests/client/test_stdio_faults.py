@@ -732,6 +732,18 @@ def test_a_collision_is_warned_about_once_across_re_lists(started):
     assert len([w for w in server.warnings if "collides" in w]) == 1
 
 
+def test_a_change_announced_while_starting_is_no_failed_re_list(started):
+    """Regression: server-everything announces tools/list_changed as soon as it is
+    initialized. A re-list begun before the client knew the era failed with "not connected
+    (starting)" and left a warning, though the start's own tools/list came after the notice."""
+    changed = threading.Event()
+    server = started("early-changes", on_tools_changed=lambda s: changed.set())
+    assert changed.wait(WAIT)
+    assert server.status == "connected" and server.warnings == []
+    assert "mcp__fake__echo" in [t["name"] for t in server.list_tools()]
+    assert server.warnings == []
+
+
 def test_an_older_tool_list_never_replaces_a_newer_one(started, monkeypatch):
     """Regression: the start's tools/list and a re-list after an early list_changed overlap;
     whichever thread set its answer last won, even with the older list."""

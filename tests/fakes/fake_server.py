@@ -24,6 +24,8 @@ Modes:
   batch         answer tools/list inside a JSON-RPC batch (array)
   meta          tool results carry _meta with raider/ keys
   version=V     answer initialize with protocolVersion V
+  early-changes send tools/list_changed before the answer to initialize, then pause 0.5 s
+                (a change announced while the client is still starting)
   exit-at-start write "boom: cannot start" to stderr and exit 1 before reading anything
   notools       declare no tools capability and answer tools/list with -32601
   flaky-lists   answer the first prompts/list with an error, later ones normally
@@ -196,6 +198,9 @@ def handle(msg):
             if mode.startswith("version="):
                 version = mode.split("=", 1)[1]
         capabilities = {} if "notools" in MODES else {"tools": {"listChanged": True}}
+        if "early-changes" in MODES:
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            time.sleep(0.5)  # the client acts on it while it still waits for this answer
         if "lists" in MODES:
             capabilities.update(prompts={"listChanged": True}, resources={"listChanged": True})
         result(msg_id, {"protocolVersion": version, "capabilities": capabilities,
