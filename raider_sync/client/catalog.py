@@ -85,7 +85,7 @@ class Catalog:
             self._tools_asked += 1
             asked = self._tools_asked
         self.set_tools(self._fetch_all("tools/list", "tools", timeout, timeout_message, "use"),
-                       asked)
+                       asked)  # unless a later list was set, or a new connection began
 
     def set_tools(self, tools: list[dict], asked: int | None = None) -> None:
         listed: list[dict] = []
@@ -233,6 +233,8 @@ class Catalog:
         with self._lock:
             self._connection += 1
             self._opened = False
+            # an answer to a list asked for before is an older connection's: never set
+            self._tools_set = self._tools_asked + 1
             self.tools, self.original, self._lists = [], {}, {}
             self.output_schemas = {}
             if not self._tools_future.done():

@@ -768,6 +768,27 @@ def test_an_older_tool_list_never_replaces_a_newer_one(started, monkeypatch):
     assert server.tool_names == ["mcp__fake__new"]
 
 
+def test_a_tool_list_of_an_older_connection_is_never_set(started, monkeypatch):
+    """A re-list answered while a restart forgets the old connection's tools must not bring
+    them back."""
+    server = started()
+    asked, release = threading.Event(), threading.Event()
+
+    def fetch_all(method, field, timeout, timeout_message=None, cache="use"):
+        asked.set()
+        release.wait(WAIT)
+        return [{"name": "old"}]
+
+    monkeypatch.setattr(server._catalog, "_fetch_all", fetch_all)
+    older = threading.Thread(target=server._fetch_tools, args=(WAIT,), name="test-older-list")
+    older.start()
+    assert asked.wait(WAIT)
+    server._catalog.forget()  # what a restart does before its new connection lists
+    release.set()
+    older.join(WAIT)
+    assert server.tool_names == []
+
+
 def test_stop_closes_stdin_first_and_a_server_that_exits_on_it_is_not_signalled(started):
     server = started(kill_grace=5)
     proc = server._transport._proc
