@@ -46,8 +46,8 @@ class Catalog:
         self.filtered: list[str] = []
         self._tools_future: Future = resolved([])
         self._relist_queued = False
-        self._tools_asked = 0  # tools/list fetches begun, and the newest whose answer is set
-        self._tools_set = 0
+        self._tools_asked = 0  # tools/list fetches begun
+        self._tools_set = 0    # the oldest fetch whose answer may still be set
         self._connection = 0  # one per connection: forget() begins the next
         self._opened = False  # whether this connection is open enough to list (see opened())
         self._lists: dict[str, Future] = {}
@@ -117,7 +117,7 @@ class Catalog:
         with self._lock:
             if asked is not None:
                 if asked < self._tools_set:
-                    return  # an older answer than the one set
+                    return  # older than the one set, or asked by an older connection
                 self._tools_set = asked
             self.tools, self.original = listed, original
             self.output_schemas = output_schemas
