@@ -302,26 +302,52 @@ class Serving:
         self._thread.start()
         return self
 
+    def _close_connections(self) -> None:
+        """Close the listening sockets and every connection, not the trigger: a worker thread
+        still finishing a request wakes the loop through it."""
+        from waitress import wasyncore
+
+        server = self.server
+        for dispatcher in list(server._map.values()):  # type: ignore[attr-defined]
+            if dispatcher is server:  # its own close() closes the trigger too
+                wasyncore.dispatcher.close(server)
+            elif dispatcher is not server.trigger:
+                dispatcher.close()
+
     def _close_all(self) -> None:
         for dispatcher in list(self.server._map.values()):  # type: ignore[attr-defined]
             dispatcher.close()
 
+    def _in_loop(self, thunk) -> bool:
+        """Have the running loop call ``thunk`` (the loop owns its sockets); False when it is
+        not running."""
+        if not (self._running.is_set() or (self._thread is not None and self._thread.is_alive())):
+            return False
+        try:
+            self.server.trigger.pull_trigger(thunk)  # type: ignore[attr-defined]
+        except OSError:  # the loop has closed its trigger: it has ended or is ending
+            return False
+        return True
+
     def stop(self, timeout: float = 5.0) -> None:
-        """Close the listening socket and every connection, then join (bounded by ``timeout``
-        seconds each) the serving loop and the worker threads. May be called twice."""
-        if self._running.is_set() or (self._thread is not None and self._thread.is_alive()):
-            # the loop owns its sockets: close them from inside it
-            try:
-                self.server.trigger.pull_trigger(self._close_all)  # type: ignore[attr-defined]
-            except OSError:  # the loop has closed its trigger: it has ended or is ending
-                pass
+        """Close the listening socket and every connection, join the worker threads, then
+        end the serving loop and join it (each bounded by ``timeout`` seconds). May be called
+        twice.
+
+        The trigger (the pipe through which a worker thread wakes the loop) is closed last,
+        once the workers are done: a worker that finished its request as the connections
+        closed would otherwise write to a closed descriptor (an ``OSError`` traceback on the
+        way out) or to whatever file was given its number next."""
+        if not self._in_loop(self._close_connections) and self.server._map:  # type: ignore[attr-defined]
+            self._close_connections()
+        # waitress takes any number of seconds; its stubs say int
+        self.server.task_dispatcher.shutdown(timeout=timeout)  # type: ignore[arg-type]
+        if self._in_loop(self._close_all):
             self._done.wait(timeout)
             if self._thread is not None:
                 self._thread.join(timeout)
         if self.server._map:  # type: ignore[attr-defined]  # the loop is not running any more
             self._close_all()
-        # waitress takes any number of seconds; its stubs say int
-        self.server.task_dispatcher.shutdown(timeout=timeout)  # type: ignore[arg-type]
 
     def __enter__(self) -> "Serving":
         return self.start()

@@ -7,6 +7,7 @@ import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -148,6 +149,35 @@ def test_a_small_answer_leaves_in_one_send_with_its_head():
     assert len(sent) == 2  # one hand-over per answer: the head and the body together
     assert sent[0].startswith(b"HTTP/1.1 200 OK") and sent[0].endswith(b'\r\n\r\n{"ok": true}')
     assert sent[1].startswith(b"HTTP/1.1 204 No Content") and sent[1].endswith(b"\r\n\r\n")
+
+
+def test_stop_closes_the_trigger_only_once_the_workers_are_done():
+    """Regression: stop() closed the loop's trigger with the connections, while a worker could
+    still be finishing a request. Its wake-up of the loop then wrote to a closed descriptor:
+    an OSError traceback on Ctrl-C of ``raider_sync serve --http``, or a stray byte in
+    whatever file got that descriptor's number next."""
+    inside, release = threading.Event(), threading.Event()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        inside.set()
+        release.wait(10)
+        return [b"done"]
+
+    serving = Serving(app, threads=2).start()
+    trigger = serving.server.trigger
+    stopper = threading.Thread(target=serving.stop, args=(10,), name="test-stop")
+    with socket.create_connection((serving.host, serving.port), timeout=10) as client:
+        client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert inside.wait(10)
+        stopper.start()
+        assert client.recv(1) == b"", "stop() closes the connection while the app still runs"
+        open_while_working = not trigger._closed
+    release.set()
+    stopper.join(15)
+    assert not stopper.is_alive()
+    assert open_while_working, "the trigger was closed while a worker still ran"
+    assert trigger._closed and not serving.server._map
 
 
 def test_a_host_with_several_addresses_is_refused_with_nothing_left_listening(monkeypatch):
