@@ -287,11 +287,18 @@ class Serving:
         return f"http://{host}:{self.port}"
 
     def run(self) -> None:
-        """Serve in this thread until :meth:`stop` (or KeyboardInterrupt)."""
+        """Serve in this thread until :meth:`stop`, or until KeyboardInterrupt, which it
+        raises. (waitress's own ``run()`` takes a KeyboardInterrupt and waits up to 5 s for
+        the worker threads first, while they still serve: an open stream held Ctrl-C for all
+        of it. The caller closes the app, then calls :meth:`stop`.)"""
         self._done.clear()
         self._running.set()
+        server = self.server
+        adj = server.adj
         try:
-            self.server.run()
+            server.asyncore.loop(timeout=adj.asyncore_loop_timeout,
+                                 map=server._map,  # type: ignore[attr-defined]
+                                 use_poll=adj.asyncore_use_poll)
         finally:
             self._running.clear()
             self._done.set()
