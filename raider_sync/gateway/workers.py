@@ -78,7 +78,7 @@ class WaitressWorker(Worker):
         def heartbeat(now: float) -> None:
             tick(now)  # type: ignore[arg-type]  # waitress passes time.time(); its stubs say int
             if not self.alive or os.getppid() != self.ppid:
-                raise _Stop  # out of the loop, past waitress's own handling of SystemExit
+                raise _Stop  # out of the loop: Serving.run() lets it through
             self.notify()
 
         # waitress's loop calls this server's maintenance(now): a hook per server, as _strict sets

@@ -322,8 +322,8 @@ class Serving:
                 dispatcher.close()
 
     def _close_all(self) -> None:
-        for dispatcher in list(self.server._map.values()):  # type: ignore[attr-defined]
-            dispatcher.close()
+        self._close_connections()
+        self.server.trigger.close()  # type: ignore[attr-defined]
 
     def _in_loop(self, thunk) -> bool:
         """Have the running loop call ``thunk`` (the loop owns its sockets); False when it is

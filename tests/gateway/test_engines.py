@@ -63,10 +63,12 @@ def write_config(tmp_path, upstream, **settings) -> str:
     return str(path)
 
 
-def start(tmp_path, upstream, engine: list[str], *extra: str, **settings):
-    """The relay for ``upstream`` (alice's key, or the keys of ``settings``) on a free port."""
+def start(tmp_path, upstream, engine: list[str], *extra: str, stderr=subprocess.DEVNULL,
+          **settings):
+    """The relay for ``upstream`` (alice's key, or the keys of ``settings``) on a free port;
+    its log to ``stderr`` (an open file)."""
     return relay_process(write_config(tmp_path, upstream, **settings), {"ALICE": ALICE},
-                         *engine, *extra)
+                         *engine, *extra, stderr=stderr)
 
 
 def test_slow_sockets_cost_no_thread_and_legitimate_calls_are_served(tmp_path, upstream, engine):
@@ -219,8 +221,7 @@ def test_sighup_reloads_the_keys_and_keeps_an_open_stream(tmp_path, upstream, en
 
 def test_sigterm_ends_the_open_streams_and_every_process(tmp_path, upstream, engine):
     with open(tmp_path / "gateway.log", "w+b") as log:
-        proc, url = relay_process(write_config(tmp_path, upstream), {"ALICE": ALICE}, *engine,
-                                  "--threads", "4", stderr=log)
+        proc, url = start(tmp_path, upstream, engine, "--threads", "4", stderr=log)
         try:
             stream = open_stream(url)
             with stream:
